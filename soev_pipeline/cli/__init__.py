@@ -1,0 +1,26 @@
+"""Load an evaluation project for the soev-evals command, and give the command its services."""
+
+from soev_pipeline.core.errors import (
+    CriterionParamsError,
+    DuplicateCriterionError,
+    ProjectError,
+    SealChangedError,
+    SuiteError,
+    UnknownCriterionError,
+)
+from soev_pipeline.core.project import Project
+
+from .loading import LoadedProject, Suite, load
+
+__all__ = [
+    "CriterionParamsError",
+    "DuplicateCriterionError",
+    "LoadedProject",
+    "Project",
+    "ProjectError",
+    "SealChangedError",
+    "Suite",
+    "SuiteError",
+    "UnknownCriterionError",
+    "load",
+]

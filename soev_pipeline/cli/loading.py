@@ -1,0 +1,315 @@
+"""Load a project: project.yaml, its hooks module, its suites, its corpus lookup and its seal."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from soev_pipeline.core.canonical import digest
+from soev_pipeline.core.errors import (
+    CriterionParamsError,
+    DuplicateCriterionError,
+    ProjectError,
+    SuiteError,
+    UnknownCriterionError,
+    where,
+)
+from soev_pipeline.core.models import Case, CaseDefinition, CriterionSpec, FrozenModel
+from soev_pipeline.core.ports import CaseSetup, CriterionContext
+from soev_pipeline.core.project import Project, SuiteEntry
+from soev_pipeline.corpus import load_corpus
+from soev_pipeline.criteria import CriterionRegistry, builtin_registry
+
+from .sealing import check_seal
+
+
+class SuiteFile(FrozenModel):
+    """One suite file: the suite it belongs to, criteria shared by its cases, its cases."""
+
+    suite: str
+    criteria: tuple[CriterionSpec, ...] = ()
+    cases: tuple[CaseDefinition, ...] = Field(default=())
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite: the merge of the cases of every file its glob finds, in file order."""
+
+    name: str
+    files: tuple[Path, ...]
+    cases: tuple[Case, ...]
+    case_files: Mapping[str, Path] = field(default_factory=dict, repr=False)
+
+    def digest(self) -> str:
+        """The SHA-256 over the digests of the suite's cases, in order."""
+        return digest([[case.id, case.digest()] for case in self.cases])
+
+
+@dataclass(frozen=True)
+class LoadedProject:
+    """A project as `load` read it: its definitions, and what its hooks module adds.
+
+    `params` holds the validated parameters of every criterion of every case, by case id
+    and position, so grading does not validate them again.
+    """
+
+    path: Path
+    project: Project
+    registry: CriterionRegistry
+    suites: list[Suite]
+    setup: CaseSetup | None
+    context: CriterionContext
+    params: Mapping[tuple[str, int], BaseModel] = field(default_factory=dict, repr=False)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def suite(self, name: str) -> Suite:
+        for suite in self.suites:
+            if suite.name == name:
+                return suite
+        raise KeyError(name)
+
+    def cases(self) -> Iterator[Case]:
+        for suite in self.suites:
+            yield from suite.cases
+
+
+def read_project(path: Path) -> Project:
+    """Read and validate project.yaml.
+
+    Raises:
+        OSError: the file cannot be read.
+        yaml.YAMLError: the file is not valid YAML.
+        pydantic.ValidationError: the file is not a valid project.
+    """
+    with path.open(encoding="utf-8") as stream:
+        raw = yaml.safe_load(stream)
+    return Project.model_validate({} if raw is None else raw)
+
+
+def load(
+    path: Path | str,
+    *,
+    definitions: bool = True,
+    suite_files: bool = True,
+    allow_test_additions: bool = False,
+    project: Project | None = None,
+    check_sealed: bool = True,
+) -> LoadedProject:
+    """Load a project file with its hooks, its suites and its corpus lookup.
+
+    Args:
+        path: the path of project.yaml; suite globs, rubrics, the corpus and the seal are
+            relative to its directory.
+        definitions: if false, read only the project file: no hooks, no suites, the
+            built-in kinds and an empty context.
+        suite_files: if false, import the hooks module and check the project, but read no
+            suite files; the context then has the messages only.
+        allow_test_additions: accept test cases that the seal does not have yet (each
+            sealed case must still be the same).
+        project: use this project instead of the file's content.
+        check_sealed: compare the test cases with sealed-test.yaml (`seal` turns it off).
+
+    Raises:
+        ProjectError: a suite file declares another suite, two cases share an id, a test
+            case is not sealed, or the corpus lookup is invalid.
+        SealChangedError: a sealed test case changed or was removed.
+        SuiteError: a suite has no file, or a suite file is invalid.
+        UnknownCriterionError, CriterionParamsError: a criterion is invalid.
+        DuplicateCriterionError: a hooks kind has the name of another kind.
+        ImportError: the hooks module cannot be imported.
+        OSError: the project file or a rubric file cannot be read.
+        yaml.YAMLError, pydantic.ValidationError: the project file is invalid.
+    """
+    path = Path(path).resolve()
+    if project is None:
+        project = read_project(path)
+    registry = builtin_registry()
+    if not definitions:
+        return LoadedProject(path, project, registry, [], None, CriterionContext())
+
+    setup: CaseSetup | None = None
+    if project.hooks is not None:
+        module = _import_hooks(project.hooks, path.parent)
+        for kind in getattr(module, "CRITERIA", ()):
+            try:
+                registry.register(kind)
+            except DuplicateCriterionError as exc:
+                raise DuplicateCriterionError(f"hooks module {project.hooks!r}: {exc}") from None
+        setup = getattr(module, "SETUP", None)
+    if not suite_files:
+        context = CriterionContext(messages=dict(project.messages))
+        return LoadedProject(path, project, registry, [], setup, context)
+
+    params: dict[tuple[str, int], BaseModel] = {}
+    suites = [
+        _load_suite(entry, path.parent, project, registry, params) for entry in project.suites
+    ]
+    _check_unique_ids(suites)
+    rubrics: dict[str, str] = {}
+    for validated in params.values():
+        for reference in _referenced_files(validated):
+            if reference not in rubrics:
+                rubrics[reference] = (path.parent / reference).read_text(encoding="utf-8")
+    corpus = None
+    if project.corpus is not None:
+        corpus = load_corpus(path.parent / project.corpus)
+    if check_sealed:
+        test_cases = [case for suite in suites for case in suite.cases if case.split == "test"]
+        check_seal(path.parent, test_cases, allow_additions=allow_test_additions)
+    context = CriterionContext(messages=dict(project.messages), rubrics=rubrics, corpus=corpus)
+    return LoadedProject(path, project, registry, suites, setup, context, params)
+
+
+@contextmanager
+def _on_path(directory: Path) -> Iterator[None]:
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        with suppress(ValueError):
+            sys.path.remove(str(directory))
+
+
+def _import_hooks(name: str, directory: Path) -> ModuleType:
+    """Import the hooks module `name` afresh from `directory`.
+
+    Any module of the same top-level name is dropped first, so a second project with a
+    module called `hooks`, or an edited hooks file, is never served from the import cache.
+    """
+    top = name.split(".")[0]
+    for loaded in [key for key in sys.modules if key == top or key.startswith(top + ".")]:
+        del sys.modules[loaded]
+    importlib.invalidate_caches()
+    with _on_path(directory):
+        return importlib.import_module(name)
+
+
+def _case_place(file: Path, case_id: object, split: object, position: int) -> str:
+    """`file: case 'id'`, or `file: test case #N` so that no test case id is printed."""
+    if split == "test":
+        return f"{file}: test case #{position + 1}"
+    if case_id is None:
+        return f"{file}: case #{position + 1}"
+    return where(file, case=str(case_id))
+
+
+def _located(exc: ValidationError, raw: Any, file: Path) -> str:
+    """Turn the first error of `exc` into `file: case 'id': field: message`."""
+    first = exc.errors()[0]
+    loc = tuple(first["loc"])
+    place = str(file)
+    if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+        cases = raw.get("cases") if isinstance(raw, dict) else None
+        if isinstance(cases, list) and loc[1] < len(cases) and isinstance(cases[loc[1]], dict):
+            found = cases[loc[1]]
+            place = _case_place(file, found.get("id"), found.get("split"), loc[1])
+        else:
+            place = f"{file}: case #{loc[1] + 1}"
+        loc = loc[2:]
+    field_path = ".".join(str(part) for part in loc)
+    message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+    return f"{place}: {field_path}: {message}" if field_path else f"{place}: {message}"
+
+
+def _load_suite(
+    entry: SuiteEntry,
+    directory: Path,
+    project: Project,
+    registry: CriterionRegistry,
+    params: dict[tuple[str, int], BaseModel],
+) -> Suite:
+    files = sorted(path for path in directory.glob(entry.files) if path.is_file())
+    if not files:
+        raise SuiteError(f"suite {entry.name!r}: no file matches {entry.files!r} in {directory}")
+    cases: list[Case] = []
+    case_files: dict[str, Path] = {}
+    for file in files:
+        try:
+            with file.open(encoding="utf-8") as stream:
+                raw = yaml.safe_load(stream)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f": line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            raise SuiteError(f"{file}{line}: {problem}") from None
+        if not isinstance(raw, dict):
+            raise SuiteError(f"{file}: a suite file must be a mapping with 'suite' and 'cases'")
+        try:
+            parsed = SuiteFile.model_validate(raw)
+        except ValidationError as exc:
+            raise SuiteError(_located(exc, raw, file)) from None
+        if parsed.suite != entry.name:
+            raise ProjectError(
+                f"{file}: suite: the file declares suite {parsed.suite!r}, "
+                f"but the project entry {entry.name!r} found it"
+            )
+        for position, definition in enumerate(parsed.cases):
+            place = _case_place(file, definition.id, definition.split, position)
+            if definition.message is not None and definition.message not in project.messages:
+                known = ", ".join(repr(code) for code in project.messages) or "none"
+                raise SuiteError(
+                    f"{place}: message: {definition.message!r} is not a project message "
+                    f"(known: {known})"
+                )
+            data = definition.model_dump()
+            data["criteria"] = [*parsed.criteria, *definition.criteria]
+            case = Case.model_validate({**data, "suite": entry.name})
+            shared = len(parsed.criteria)
+            for index, spec in enumerate(case.criteria):
+                field_name = (
+                    f"criteria[{index}] (shared by the file)"
+                    if index < shared
+                    else f"criteria[{index - shared}]"
+                )
+                params[(case.id, index)] = _validate_criterion(
+                    registry, spec, f"{place}: {field_name}"
+                )
+            cases.append(case)
+            case_files.setdefault(case.id, file)
+    return Suite(entry.name, tuple(files), tuple(cases), case_files)
+
+
+def _check_unique_ids(suites: Sequence[Suite]) -> None:
+    """Case and variant ids are unique across the project; a test case's id is not printed."""
+    seen: dict[str, tuple[Path, str]] = {}
+    for suite in suites:
+        for case in suite.cases:
+            file = suite.case_files.get(case.id, suite.files[0])
+            for name in (case.id, *(variant.id for variant in case.variants)):
+                if name not in seen:
+                    seen[name] = (file, case.split)
+                    continue
+                other_file, other_split = seen[name]
+                label = (
+                    "a test case or variant id"
+                    if "test" in (case.split, other_split)
+                    else f"case or variant id {name!r}"
+                )
+                raise ProjectError(f"{file}: id: {label} is not unique (also in {other_file})")
+
+
+def _validate_criterion(registry: CriterionRegistry, spec: CriterionSpec, place: str) -> BaseModel:
+    try:
+        return registry.validate(spec)
+    except UnknownCriterionError as exc:
+        raise UnknownCriterionError(f"{place}: kind: {exc}") from None
+    except CriterionParamsError as exc:
+        raise CriterionParamsError(f"{place}: {exc}") from None
+
+
+def _referenced_files(params: BaseModel) -> list[str]:
+    """The project files a criterion's parameters name, for example a rubric."""
+    referenced = getattr(params, "referenced_files", None)
+    return list(referenced()) if callable(referenced) else []

@@ -1,0 +1,113 @@
+"""The ports of the core: what a run needs from the outside, as protocols.
+
+The built-in implementations live in `soev_pipeline.judges` (judge, language detector) and
+`soev_pipeline.arms` (systems under test); a project may give its own through a runtime
+provider or its hooks module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import Field, JsonValue
+
+from .models import Case, Evidence, FrozenModel
+
+if TYPE_CHECKING:
+    from soev_pipeline.corpus import CorpusLookup
+
+
+class JudgeRequest(FrozenModel):
+    """A question for the judge: the task, its inputs, and the labels it may answer with.
+
+    `context_prefix` goes before the task's prompt in the system message (for example a
+    long shared context); a judge refuses it when it does not fit the model's window.
+    A request whose `inputs` hold a `rubric` text records that text's hash in the verdict.
+    """
+
+    task: str = Field(min_length=1)
+    inputs: dict[str, JsonValue] = Field(default_factory=dict)
+    allowed_labels: tuple[str, ...] = Field(min_length=1)
+    context_prefix: str = ""
+
+
+class JudgeResult(FrozenModel):
+    """The judge's answer: one of the allowed labels and why.
+
+    `model`, `prompt_sha` and `cached` say what answered: the judge model, the SHA-256 of
+    the task's prompt, and whether the answer came from the judge cache.
+    """
+
+    label: str
+    detail: str = ""
+    model: str | None = None
+    prompt_sha: str | None = None
+    cached: bool = False
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Gives a label to a request, or raises `JudgeError`."""
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult: ...
+
+
+@runtime_checkable
+class LanguageDetector(Protocol):
+    """Returns the ISO 639-1 code of one sentence, or raises `LanguageDetectionError`."""
+
+    def detect(self, text: str) -> str: ...
+
+
+@runtime_checkable
+class Arm(Protocol):
+    """The system under test: runs one attempt of a case and returns its evidence.
+
+    `fields` are the case setup's extra input fields, merged into the first turn's input.
+    An arm records failures in the evidence; it raises only when it cannot run at all.
+    The run sets `refusal_code` afterwards, so an arm may leave it None.
+    """
+
+    async def attempt(
+        self, case: Case, *, attempt: int, fields: Mapping[str, JsonValue]
+    ) -> Evidence: ...
+
+
+@runtime_checkable
+class CaseSetup(Protocol):
+    """The fixtures of each case: an async context manager around every attempt.
+
+    It yields the extra input fields of the case (for example `knowledge` or `documents`)
+    and may release what it made when the attempt ends.
+    """
+
+    def __call__(self, case: Case) -> AbstractAsyncContextManager[Mapping[str, JsonValue]]: ...
+
+
+@runtime_checkable
+class Tracker(Protocol):
+    """Where a finished run is also published, for example an experiment tracker.
+
+    It gets the manifest and the public report (aggregates, and dev cases only).
+    """
+
+    async def publish(self, *, manifest: Mapping[str, Any], report: Mapping[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class CriterionContext:
+    """What a criterion gets besides the case and the evidence.
+
+    The project gives the messages, the rubric texts by path and the corpus lookup; a
+    runtime gives the judge and the language detector. A service that is not configured
+    is None, and a criterion that needs it returns a verdict with the status error.
+    """
+
+    messages: Mapping[str, str] = field(default_factory=dict)
+    rubrics: Mapping[str, str] = field(default_factory=dict)
+    corpus: CorpusLookup | None = None
+    judge: Judge | None = None
+    language_detector: LanguageDetector | None = None

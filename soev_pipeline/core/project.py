@@ -1,0 +1,119 @@
+"""The model of project.yaml (SPEC.md section 2)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, HttpUrl, field_validator, model_validator
+
+from .models import FrozenModel
+
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _with_slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"
+
+
+class SystemConfig(FrozenModel):
+    """The system under test."""
+
+    kind: Literal["soev-thread", "chat-completions"] = "soev-thread"
+    base_url: HttpUrl
+    agent: str | None = None
+    model: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=120.0, gt=0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    max_retries: int = Field(default=2, ge=0, le=20)
+
+    @property
+    def url(self) -> str:
+        """The base URL as text, ending in a slash so relative paths join under it."""
+        return _with_slash(str(self.base_url))
+
+
+class CitationsConfig(FrozenModel):
+    """How a citation of the system under test names its unit."""
+
+    source_field: str = Field(default="ref", min_length=1)
+
+
+class JudgeConfig(FrozenModel):
+    """An OpenAI-compatible chat-completions judge."""
+
+    base_url: HttpUrl
+    model: str = Field(min_length=1)
+    api_key_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    headers: dict[str, str] = Field(default_factory=dict)
+    context_window: int | None = Field(default=None, gt=0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    seed: int | None = 0
+    repeats: int = Field(default=1, ge=1, le=20)
+    cache: bool = True
+
+    @property
+    def url(self) -> str:
+        """The base URL as text, ending in a slash so relative paths join under it."""
+        return _with_slash(str(self.base_url))
+
+
+class ScoringConfig(FrozenModel):
+    """How an attempt's score turns into a pass."""
+
+    pass_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class SuiteEntry(FrozenModel):
+    """A suite of the project: its name and the glob of its files."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    files: str = Field(min_length=1)
+
+
+class Project(FrozenModel):
+    """A project file, project.yaml. Unknown keys are an error."""
+
+    name: str = Field(min_length=1)
+    system: SystemConfig
+    citations: CitationsConfig = CitationsConfig()
+    judge: JudgeConfig | None = None
+    scoring: ScoringConfig = ScoringConfig()
+    suites: tuple[SuiteEntry, ...] = Field(min_length=1)
+    hooks: str | None = None
+    messages: dict[str, str] = Field(default_factory=dict)
+    corpus: str | None = None
+    runtime: str | None = None
+
+    @field_validator("hooks")
+    @classmethod
+    def _module_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", value):
+            raise ValueError(f"{value!r} is not a Python module name")
+        return value
+
+    @field_validator("messages")
+    @classmethod
+    def _nonblank_messages(cls, messages: dict[str, str]) -> dict[str, str]:
+        for code, text in messages.items():
+            if not text.strip():
+                raise ValueError(f"message {code!r} is blank")
+        return messages
+
+    @model_validator(mode="after")
+    def _unique_suites(self) -> Project:
+        names = [suite.name for suite in self.suites]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"suite names must be unique: {', '.join(duplicates)}")
+        return self
+
+    @property
+    def agent(self) -> str:
+        """The agent name sent to a soev-thread system: `system.agent`, else the project name."""
+        return self.system.agent or self.name

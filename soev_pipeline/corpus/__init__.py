@@ -1,0 +1,5 @@
+"""The corpus lookup: the units of law an assistant may cite (SPEC.md section 4)."""
+
+from .lookup import CorpusLookup, CorpusUnit, load_corpus
+
+__all__ = ["CorpusLookup", "CorpusUnit", "load_corpus"]

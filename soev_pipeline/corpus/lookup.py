@@ -1,0 +1,115 @@
+"""Read a corpus lookup file: JSON Lines, one unit a line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from soev_pipeline.core.errors import ProjectError
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusUnit:
+    """One unit of the corpus: an id such as `BWBR0005537/artikel-6:7`, its text and labels."""
+
+    id: str
+    text: str
+    law: str | None = None
+    aliases: tuple[str, ...] = ()
+    article: str | None = None
+
+
+@dataclass(eq=False)
+class CorpusLookup:
+    """The units of a corpus by id, with indexes that the corpus criteria build once.
+
+    Indexes are built on first use and shared by every attempt a command grades; build
+    them up front with `warm()` when the cost should not land on the first attempt.
+    """
+
+    units: Mapping[str, CorpusUnit]
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_units(cls, units: Iterable[CorpusUnit]) -> CorpusLookup:
+        by_id: dict[str, CorpusUnit] = {}
+        for unit in units:
+            if unit.id in by_id:
+                raise ValueError(f"duplicate unit id {unit.id!r}")
+            by_id[unit.id] = unit
+        return cls(by_id)
+
+    def __contains__(self, unit_id: object) -> bool:
+        return unit_id in self.units
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def __iter__(self) -> Iterator[CorpusUnit]:
+        return iter(self.units.values())
+
+    def get(self, unit_id: str) -> CorpusUnit | None:
+        return self.units.get(unit_id)
+
+    def cached(self, name: str, build: Any) -> Any:
+        """Return the index called `name`, building it with `build()` the first time."""
+        if name not in self._cache:
+            self._cache[name] = build()
+        return self._cache[name]
+
+
+_FIELDS = {"id", "text", "law", "aliases", "article"}
+
+
+def _unit(raw: Any, where: str) -> CorpusUnit:
+    if not isinstance(raw, dict):
+        raise ProjectError(f"{where}: a corpus unit must be a JSON object")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        allowed = ", ".join(sorted(_FIELDS))
+        raise ProjectError(f"{where}: unknown field {unknown[0]!r} (allowed: {allowed})")
+    if not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        raise ProjectError(f"{where}: field 'id' must be a non-empty string")
+    if not isinstance(raw.get("text"), str):
+        raise ProjectError(f"{where}: field 'text' must be a string")
+    for name in ("law", "article"):
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise ProjectError(f"{where}: field {name!r} must be a string")
+    aliases = raw.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise ProjectError(f"{where}: field 'aliases' must be a list of strings")
+    return CorpusUnit(
+        id=raw["id"],
+        text=raw["text"],
+        law=raw.get("law"),
+        aliases=tuple(aliases),
+        article=raw.get("article"),
+    )
+
+
+def load_corpus(path: Path) -> CorpusLookup:
+    """Read the corpus lookup at `path`.
+
+    Raises:
+        ProjectError: a line is not a unit, or two units have the same id; the message
+            names the file and the line.
+        OSError: the file cannot be read.
+    """
+    units: dict[str, CorpusUnit] = {}
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}: line {number}"
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ProjectError(f"{where}: not valid JSON ({exc.msg})") from None
+            unit = _unit(raw, where)
+            if unit.id in units:
+                raise ProjectError(f"{where}: duplicate unit id {unit.id!r}")
+            units[unit.id] = unit
+    return CorpusLookup(units)

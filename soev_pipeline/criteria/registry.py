@@ -1,0 +1,214 @@
+"""Criterion kinds and the registry that validates and evaluates them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from soev_pipeline.core.canonical import sha256_text
+from soev_pipeline.core.errors import (
+    CriterionParamsError,
+    DuplicateCriterionError,
+    UnknownCriterionError,
+)
+from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Verdict
+from soev_pipeline.core.ports import CriterionContext, Judge, JudgeRequest, JudgeResult
+
+from .verdicts import error
+
+P = TypeVar("P", bound=BaseModel)
+P_contra = TypeVar("P_contra", bound=BaseModel, contravariant=True)
+
+
+class NoParams(BaseModel):
+    """The parameters of a kind that takes none: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Evaluator(Protocol[P_contra]):
+    """The async function that grades the evidence of one attempt for a `Builtin` kind."""
+
+    async def __call__(
+        self, case: Case, evidence: Evidence, *, params: P_contra, ctx: CriterionContext
+    ) -> Verdict: ...
+
+
+@runtime_checkable
+class CriterionKind(Protocol):
+    """What the registry needs of a kind: a name, a parameter model and `evaluate`."""
+
+    name: str
+    params_model: type[BaseModel]
+
+    async def evaluate(
+        self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
+    ) -> Verdict: ...
+
+
+@dataclass(frozen=True)
+class Builtin(Generic[P]):
+    """A criterion kind made of a name, a parameter model and a typed evaluator.
+
+    `version` changes whenever the kind's behaviour changes; every verdict records it, so
+    a rescore can tell what graded what.
+    """
+
+    name: str
+    params_model: type[P]
+    evaluator: Evaluator[P]
+    version: str = "1"
+
+    async def evaluate(
+        self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
+    ) -> Verdict:
+        """Validate the concrete parameter type and run the evaluator.
+
+        Raises:
+            pydantic.ValidationError: `params` does not validate against `params_model`.
+        """
+        typed = (
+            params
+            if type(params) is self.params_model
+            else self.params_model.model_validate(params.model_dump())
+        )
+        return await self.evaluator(case, evidence, params=typed, ctx=ctx)
+
+
+class _RecordingJudge:
+    """Wraps the context's judge for one criterion and remembers what answered."""
+
+    def __init__(self, inner: Judge) -> None:
+        self._inner = inner
+        self.model: str | None = None
+        self.prompt_sha: str | None = None
+        self.rubric_sha: str | None = None
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        rubric = request.inputs.get("rubric")
+        if isinstance(rubric, str):
+            self.rubric_sha = sha256_text(rubric)
+        result = await self._inner.judge(request)
+        if isinstance(result, JudgeResult):
+            self.model = result.model or self.model
+            self.prompt_sha = result.prompt_sha or self.prompt_sha
+        return result
+
+
+def _close_matches(name: str, names: Iterable[str]) -> str:
+    matches = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
+
+
+class CriterionRegistry:
+    """The criterion kinds a project can use, by name.
+
+    Each name is unique: registering a second kind of the same name raises
+    `DuplicateCriterionError`.
+    """
+
+    def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
+        self._kinds: dict[str, CriterionKind] = {}
+        for kind in kinds:
+            self.register(kind)
+
+    def register(self, kind: CriterionKind) -> None:
+        """Add `kind`. Raises `DuplicateCriterionError` when its name is taken."""
+        if not isinstance(kind, CriterionKind):
+            raise TypeError(f"{kind!r} is not a criterion kind (name, params_model, evaluate)")
+        if kind.name in self._kinds:
+            raise DuplicateCriterionError(f"criterion kind {kind.name!r} is already registered")
+        self._kinds[kind.name] = kind
+
+    def copy(self) -> CriterionRegistry:
+        return CriterionRegistry(self._kinds.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._kinds))
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def get(self, name: str) -> CriterionKind:
+        """Return the kind called `name`. Raises `UnknownCriterionError` with close matches."""
+        try:
+            return self._kinds[name]
+        except KeyError:
+            raise UnknownCriterionError(
+                f"unknown criterion kind {name!r}{_close_matches(name, self._kinds)}"
+            ) from None
+
+    def version(self, name: str) -> str:
+        """The version string of the kind called `name` ("" when it declares none)."""
+        return str(getattr(self.get(name), "version", ""))
+
+    def validate(self, spec: CriterionSpec) -> BaseModel:
+        """Validate the parameters of `spec` against its kind's parameter model.
+
+        Raises:
+            UnknownCriterionError: the registry has no kind `spec.kind`.
+            CriterionParamsError: the parameters do not validate; the message names the
+                first bad field.
+        """
+        kind = self.get(spec.kind)
+        try:
+            return kind.params_model.model_validate(spec.params)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "parameters"
+            raise CriterionParamsError(
+                f"criterion {spec.kind!r}: parameter {field!r}: {first['msg']}"
+            ) from None
+
+    async def evaluate(
+        self,
+        spec: CriterionSpec,
+        case: Case,
+        evidence: Evidence,
+        ctx: CriterionContext,
+        params: BaseModel | None = None,
+    ) -> Verdict:
+        """Grade `evidence` with `spec` and return the verdict with kind, weight and gate.
+
+        An evaluator that raises gives a verdict with the status error instead, so one
+        case never stops a run. `params` skips validation when the caller validated them.
+        """
+        kind = self.get(spec.kind)
+        version = str(getattr(kind, "version", ""))
+        recording = _RecordingJudge(ctx.judge) if ctx.judge is not None else None
+        if recording is not None:
+            ctx = _with_judge(ctx, recording)
+        try:
+            if params is None:
+                params = self.validate(spec)
+            verdict = await kind.evaluate(case, evidence, params=params, ctx=ctx)
+            if not isinstance(verdict, Verdict):
+                verdict = error(f"criterion returned {type(verdict).__name__}, not a Verdict")
+        except Exception as exc:
+            verdict = error(f"criterion raised {type(exc).__name__}: {exc}")
+        update: dict[str, Any] = {
+            "kind": spec.kind,
+            "weight": spec.weight,
+            "gate": spec.gate,
+            "version": version,
+        }
+        if recording is not None:
+            update |= {
+                "judge_model": verdict.judge_model or recording.model,
+                "prompt_sha": verdict.prompt_sha or recording.prompt_sha,
+                "rubric_sha": verdict.rubric_sha or recording.rubric_sha,
+            }
+        return verdict.model_copy(update=update)
+
+
+def _with_judge(ctx: CriterionContext, judge: Judge) -> CriterionContext:
+    from dataclasses import replace
+
+    return replace(ctx, judge=judge)

@@ -1,0 +1,64 @@
+"""Budget and health criteria over all turns: tokens, seconds, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
+from soev_pipeline.core.ports import CriterionContext
+
+from .registry import Builtin, NoParams
+from .verdicts import error, outcome
+
+
+class MaxTokensParams(FrozenModel):
+    max: int = Field(ge=0)
+
+
+class MaxSecondsParams(FrozenModel):
+    max: float = Field(ge=0)
+
+
+async def max_tokens(
+    case: Case, evidence: Evidence, *, params: MaxTokensParams, ctx: CriterionContext
+) -> Verdict:
+    turns = evidence.all_turns()
+    if not turns:
+        return error("the attempt has no turns")
+    unknown = sum(1 for turn in turns if turn.usage is None)
+    if unknown:
+        return error(f"{unknown} of {len(turns)} turns reported no token usage")
+    total = sum(turn.usage.total_tokens for turn in turns if turn.usage is not None)
+    return outcome(passed=total <= params.max, detail=f"{total} tokens (max {params.max})")
+
+
+async def max_seconds(
+    case: Case, evidence: Evidence, *, params: MaxSecondsParams, ctx: CriterionContext
+) -> Verdict:
+    turns = evidence.all_turns()
+    if not turns:
+        return error("the attempt has no turns")
+    total = sum(turn.duration_s for turn in turns)
+    return outcome(passed=total <= params.max, detail=f"{total:.2f} s (max {params.max:g} s)")
+
+
+async def no_failure(
+    case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
+) -> Verdict:
+    turns = evidence.all_turns()
+    failed = [turn.failure for turn in turns if turn.failure is not None]
+    if failed:
+        first = failed[0]
+        return outcome(passed=False, detail=f"{len(failed)} failed turn(s); first: {first.code}")
+    if not turns:
+        return outcome(passed=False, detail="the attempt recorded no turn")
+    return outcome(passed=True, detail=f"{len(turns)} turn(s) without failure")
+
+
+KINDS: list[Builtin[Any]] = [
+    Builtin("usage.max_tokens", MaxTokensParams, max_tokens),
+    Builtin("usage.max_seconds", MaxSecondsParams, max_seconds),
+    Builtin("run.no_failure", NoParams, no_failure),
+]
