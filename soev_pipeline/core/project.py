@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from .models import FrozenModel
 
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(text: str) -> str:
+    """Replace `${VAR}` and `${VAR:-default}` in `text` with values from the environment.
+
+    Raises:
+        ValueError: a variable without a default is not set; the message names it.
+    """
+
+    def value(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = os.environ.get(name)
+        if found is not None and (found or default is None):
+            return found
+        if default is not None:
+            return default
+        raise ValueError(f"environment variable {name} is not set")
+
+    return _ENV_REFERENCE.sub(value, text)
+
+
+def _expanded(value: Any) -> Any:
+    return expand_env(value) if isinstance(value, str) else value
 
 
 def _with_slash(url: str) -> str:
@@ -28,6 +53,8 @@ class SystemConfig(FrozenModel):
     timeout_s: float = Field(default=120.0, gt=0)
     concurrency: int = Field(default=8, ge=1, le=1024)
     max_retries: int = Field(default=2, ge=0, le=20)
+
+    _expand_url = field_validator("base_url", mode="before")(_expanded)
 
     @property
     def url(self) -> str:
@@ -56,6 +83,8 @@ class JudgeConfig(FrozenModel):
     seed: int | None = 0
     repeats: int = Field(default=1, ge=1, le=20)
     cache: bool = True
+
+    _expand_url = field_validator("base_url", mode="before")(_expanded)
 
     @property
     def url(self) -> str:

@@ -1,0 +1,160 @@
+"""The commands of `soev-evals`. Each returns its exit status; errors propagate to `main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from soev_pipeline.core.errors import ArmError, ProjectError
+from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
+from soev_pipeline.run.render import render_report
+from soev_pipeline.run.report import read_report
+
+from .loading import LoadedProject, load
+from .progress import TerminalProgress
+from .runtimes import BUILTIN
+from .sealing import SEAL_FILE, write_seal
+
+
+def _runs_dir(args: argparse.Namespace, loaded_path: Path) -> Path:
+    runs: Path | None = args.runs_dir
+    return runs.resolve() if runs is not None else loaded_path.parent / "runs"
+
+
+def _project_path(args: argparse.Namespace) -> Path:
+    path: Path = args.project
+    if not path.exists():
+        raise ProjectError(f"{path}: no such project file (give one with --project PATH)")
+    return path.resolve()
+
+
+def check_reachable(loaded: LoadedProject, timeout: float = 3.0) -> None:
+    """Fail fast with one line when the system under test does not accept connections."""
+    url = loaded.project.system.url
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ArmError(
+            f"{loaded.path}: system.base_url: cannot reach {url} ({reason}); "
+            "is the system under test running?"
+        ) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from soev_pipeline.orchestration import launch
+
+    path = _project_path(args)
+    loaded = load(path)
+    runs_dir = _runs_dir(args, loaded.path)
+    if args.k < 1:
+        raise ProjectError(f"--k must be at least 1, not {args.k}")
+    resume = args.resume is not None
+    run_id = check_run_id(args.resume or args.run_id or new_run_id())
+    runtime = args.runtime or loaded.project.runtime
+    if runtime in (None, BUILTIN):
+        check_reachable(loaded)
+    progress = TerminalProgress(sys.stderr)
+    print(f"run {run_id}: archive {runs_dir / run_id}", file=sys.stderr)
+    try:
+        launch.evaluate(
+            loaded.path,
+            runs_dir,
+            run_id,
+            suites=args.suite,
+            split=args.split,
+            k=args.k,
+            runtime=args.runtime,
+            resume=resume,
+            progress=progress,
+        )
+    except BaseException as exc:
+        progress.close()
+        if _interrupted(exc):
+            archive = RunArchive(runs_dir, run_id)
+            done = len(archive.completed()) if archive.exists() else 0
+            print(
+                f"\ninterrupted: {done} attempts are archived in {archive.path}; "
+                f"resume with: soev-evals run --resume {run_id}",
+                file=sys.stderr,
+            )
+            return 130
+        raise
+    progress.close()
+    report = read_report(RunArchive(runs_dir, run_id))
+    sys.stdout.write(render_report(report))
+    return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return type(exc).__name__ in {"DagsterExecutionInterruptedError", "CancelledError"}
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = _project_path(args)
+    loaded = load(path, definitions=False)
+    archive = RunArchive(_runs_dir(args, loaded.path), check_run_id(args.run))
+    report = read_report(archive)
+    if args.json:
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_report(report))
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from soev_pipeline.orchestration import launch
+
+    path = _project_path(args)
+    loaded = load(path)
+    runs_dir = _runs_dir(args, loaded.path)
+    archive = RunArchive(runs_dir, check_run_id(args.run))
+    archive.manifest()
+    progress = TerminalProgress(sys.stderr)
+    try:
+        launch.rescore(
+            loaded.path,
+            runs_dir,
+            archive.run_id,
+            offline=args.offline,
+            runtime=args.runtime,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    sys.stdout.write(render_report(read_report(archive)))
+    return 0
+
+
+def cmd_seal(args: argparse.Namespace) -> int:
+    path = _project_path(args)
+    loaded = (
+        load(path, allow_test_additions=True) if args.append else load(path, check_sealed=False)
+    )
+    tests = [case for case in loaded.cases() if case.split == "test"]
+    result = write_seal(loaded.directory, tests, append=args.append)
+    changes = f"{result.added} added, {result.replaced} replaced, {result.removed} removed"
+    print(f"sealed {result.sealed} test cases in {loaded.directory / SEAL_FILE} ({changes})")
+    return 0
+
+
+def cmd_serve_reference(args: argparse.Namespace) -> int:
+    from soev_pipeline.reference import serve
+
+    serve(
+        host=args.host,
+        port=args.port,
+        latency_s=args.latency_ms / 1000,
+        failure_rate=args.failure_rate,
+        seed=args.seed,
+    )
+    return 0

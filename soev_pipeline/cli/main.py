@@ -1,0 +1,131 @@
+"""The `soev-evals` command: run, report, rescore, seal (SPEC.md section 8)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from soev_pipeline import __version__
+
+from .errors import describe_error
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit with status 2 and one line of reason."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_project(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--project",
+        type=Path,
+        default=Path("project.yaml"),
+        metavar="PATH",
+        help="the project file (default: ./project.yaml)",
+    )
+
+
+def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        metavar="DIR",
+        help="where runs are archived (default: runs/ beside project.yaml)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="soev-evals",
+        description="Evaluate a chat assistant that answers questions about Dutch law.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"soev-evals {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run the cases and archive their evidence")
+    _add_project(run)
+    run.add_argument(
+        "--suite", action="append", default=[], metavar="NAME", help="a suite (repeatable)"
+    )
+    run.add_argument("--split", choices=("dev", "test"), help="one split (default: both)")
+    run.add_argument("--k", type=int, default=1, metavar="N", help="attempts per case")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--resume", metavar="RUN_ID", help="run the missing attempts of a run")
+    which.add_argument("--run-id", metavar="NAME", help="the id of the new run")
+    run.add_argument("--runtime", metavar="NAME", help="a runtime provider entry point")
+    _add_runs_dir(run)
+
+    report = commands.add_parser("report", help="print the archived report of a run")
+    report.add_argument("run", metavar="RUN")
+    report.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_project(report)
+    _add_runs_dir(report)
+
+    rescore = commands.add_parser(
+        "rescore", help="grade a run's evidence with the current criteria"
+    )
+    rescore.add_argument("run", metavar="RUN")
+    rescore.add_argument(
+        "--offline", action="store_true", help="no runtime; judge answers from the cache only"
+    )
+    rescore.add_argument("--runtime", metavar="NAME", help="a runtime provider entry point")
+    _add_project(rescore)
+    _add_runs_dir(rescore)
+
+    seal = commands.add_parser("seal", help="record the digests of the test cases")
+    seal.add_argument("--append", action="store_true", help="only add new test cases")
+    _add_project(seal)
+
+    serve = commands.add_parser(
+        "serve-reference", help="serve the bundled reference assistant (soev thread API)"
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--latency-ms", type=float, default=0.0, metavar="MS")
+    serve.add_argument("--failure-rate", type=float, default=0.0, metavar="P")
+    serve.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        from . import commands
+
+        handler = getattr(commands, "cmd_" + args.command.replace("-", "_"))
+        status: int = handler(args)
+        return status
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        if args.debug:
+            traceback.print_exc()
+        message, status = describe_error(exc, args)
+        print(f"soev-evals: error: {message}", file=sys.stderr)
+        if status == EXIT_ERROR and not args.debug and not _is_user_error(exc):
+            print("soev-evals: run with --debug for the traceback", file=sys.stderr)
+        return status
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    from .errors import is_user_error
+
+    return is_user_error(exc)

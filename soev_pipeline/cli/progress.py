@@ -1,0 +1,62 @@
+"""A progress line on the terminal for attempts and grading."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from soev_pipeline.run.progress import Progress
+
+
+class TerminalProgress(Progress):
+    """Redraws one line on `stream` when it is a terminal; prints nothing otherwise.
+
+    Shows counts only, never case ids, so it is safe for the test split.
+    """
+
+    def __init__(self, stream: TextIO, *, min_interval: float = 0.1) -> None:
+        self._stream = stream
+        self._live = stream.isatty()
+        self._min_interval = min_interval
+        self._last = 0.0
+        self._started = time.monotonic()
+        self._shown = False
+
+    def _draw(self, label: str, done: int, total: int, extra: str = "") -> None:
+        if not self._live:
+            return
+        now = time.monotonic()
+        if done != total and now - self._last < self._min_interval:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        bar = "#" * filled + "." * (width - filled)
+        elapsed = now - self._started
+        rate = f"{done / elapsed:.1f}/s" if elapsed > 0 and done else ""
+        self._stream.write(f"\r{label:<9}[{bar}] {done}/{total} {rate} {extra}\033[K")
+        self._stream.flush()
+        self._shown = True
+
+    def phase(self, text: str) -> None:
+        self._end_line()
+        self._started = time.monotonic()
+        if self._live:
+            self._stream.write(f"{text}\n")
+            self._stream.flush()
+
+    def attempts(self, done: int, total: int, failed: int) -> None:
+        extra = f"({failed} failed)" if failed else ""
+        self._draw("attempts", done, total, extra)
+
+    def graded(self, done: int, total: int) -> None:
+        self._draw("grading", done, total)
+
+    def _end_line(self) -> None:
+        if self._shown:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._shown = False
+
+    def close(self) -> None:
+        self._end_line()

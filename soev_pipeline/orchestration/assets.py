@@ -1,0 +1,268 @@
+"""The assets of an evaluation and their ops: load, attempt, grade and aggregate.
+
+Each asset calls one function of `soev_pipeline.run.service`. Metadata shows aggregates
+and dev case ids only; test cases never appear here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Literal
+
+import dagster as dg
+
+from soev_pipeline.core.ports import Judge
+from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.service import (
+    RunSelection,
+    aggregate_run,
+    attempt_run,
+    grade_run,
+    prepare_run,
+    prompt_hashes,
+    prompts_version,
+)
+
+from .io import EvidenceRef, ScoringRef
+from .resources import Progress, SoevProject
+
+runs_partitions = dg.DynamicPartitionsDefinition(name="runs")
+RUN_ASSETS_IO = "run_archive_io_manager"
+
+
+class EvaluateConfig(dg.Config):
+    """What a run evaluates. Empty `suites` means every suite; no `split` means both."""
+
+    suites: list[str] = []  # noqa: RUF012 - Dagster config fields copy their defaults
+    split: Literal["dev", "test"] | None = None
+    k: int = 1
+    runtime: str | None = None
+    resume: bool = False
+
+
+class GradeConfig(dg.Config):
+    """How the verdicts are graded: `offline` answers judge criteria from the cache only."""
+
+    offline: bool = False
+    runtime: str | None = None
+
+
+def _rate(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else float("nan")
+
+
+def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
+    """The `suites` asset, partitioned by the project's suite names."""
+
+    @dg.asset(
+        name="suites",
+        partitions_def=dg.StaticPartitionsDefinition(list(suite_names)),
+        op_tags={"soev/op": "load"},
+        kinds={"yaml"},
+        description="The validated cases of one suite, and their digests.",
+    )
+    def suites(
+        context: dg.AssetExecutionContext, project: SoevProject
+    ) -> dg.MaterializeResult[None]:
+        loaded = project.load()
+        suite = loaded.suite(context.partition_key)
+        dev = [case for case in suite.cases if case.split == "dev"]
+        test = len(suite.cases) - len(dev)
+        return dg.MaterializeResult(
+            metadata={
+                "cases": len(suite.cases),
+                "dev_cases": len(dev),
+                "test_cases": test,
+                "digest": suite.digest(),
+                "files": dg.MetadataValue.md(
+                    "\n".join(f"- `{file.relative_to(loaded.directory)}`" for file in suite.files)
+                ),
+                "dev_case_ids": dg.MetadataValue.md(
+                    "\n".join(f"- `{case.id}`" for case in dev) or "none"
+                ),
+            },
+            data_version=dg.DataVersion(suite.digest()[:16]),
+        )
+
+    return suites
+
+
+@dg.asset(
+    op_tags={"soev/op": "load"},
+    kinds={"markdown"},
+    description="The judge prompts and rubrics the project uses, with their SHA-256.",
+)
+def judge_prompts(project: SoevProject) -> dg.MaterializeResult[None]:
+    """Record the hashes of the judge prompts and rubrics; their digest is the data version."""
+    shas = prompt_hashes(project.load())
+    version = prompts_version(shas)
+    return dg.MaterializeResult(
+        metadata={"prompts_version": version, **{name: sha for name, sha in shas.items()}},
+        data_version=dg.DataVersion(version),
+    )
+
+
+def build_evidence_asset(suites: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """The `evidence` asset: every attempt of a run, archived as it finishes."""
+
+    @dg.asset(
+        name="evidence",
+        partitions_def=runs_partitions,
+        deps=[dg.AssetDep(suites, partition_mapping=dg.AllPartitionMapping())],
+        io_manager_key=RUN_ASSETS_IO,
+        op_tags={"soev/op": "attempt"},
+        required_resource_keys={"progress"},
+        description="Every attempt's turns, replies, citations, usage and failures.",
+    )
+    def evidence(
+        context: dg.AssetExecutionContext, config: EvaluateConfig, project: SoevProject
+    ) -> dg.Output[EvidenceRef]:
+        progress: Progress = context.resources.progress
+        run_id = context.partition_key
+        loaded = project.load()
+        selection = RunSelection(tuple(config.suites), config.split, config.k)
+        runtime = config.runtime or loaded.project.runtime
+        prepared = prepare_run(
+            loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
+        )
+        provider = project.runtime(runtime)
+
+        async def attempt() -> Any:
+            async with provider.open(loaded, operation="run") as bindings:
+                return await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
+
+        progress.phase(f"{len(prepared.plan)} attempts to run")
+        stats = asyncio.run(attempt())
+        manifest = prepared.manifest
+        return dg.Output(
+            EvidenceRef(run_id),
+            metadata={
+                "attempts": len(manifest.cases) * manifest.k,
+                "run_now": stats.finished,
+                "resumed_from": prepared.already_done,
+                "failed_attempts": stats.failed,
+                "suites": ", ".join(manifest.suites),
+                "split": manifest.split or "dev+test",
+                "k": manifest.k,
+                "archive": dg.MetadataValue.path(str(prepared.archive.path)),
+            },
+        )
+
+    return evidence
+
+
+def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
+    """The `verdicts` asset; its code version is the digest of the prompt hashes."""
+
+    @dg.asset(
+        name="verdicts",
+        partitions_def=runs_partitions,
+        deps=[judge_prompts],
+        io_manager_key=RUN_ASSETS_IO,
+        code_version=version,
+        op_tags={"soev/op": "grade"},
+        required_resource_keys={"progress"},
+        description="One verdict per attempt and criterion, with each attempt's score.",
+    )
+    def verdicts(
+        context: dg.AssetExecutionContext,
+        config: GradeConfig,
+        project: SoevProject,
+        evidence: RunArchive,
+    ) -> dg.Output[ScoringRef]:
+        progress: Progress = context.resources.progress
+        loaded = project.load()
+        operation: Literal["run", "rescore"] = (
+            "run" if context.job_name == "evaluate" else "rescore"
+        )
+
+        async def grade() -> Any:
+            async with AsyncExitStack() as stack:
+                judge: Judge | None = None
+                detector = None
+                if config.offline:
+                    if loaded.project.judge is not None:
+                        from soev_pipeline.judges import open_judge
+
+                        judge = await stack.enter_async_context(
+                            open_judge(
+                                loaded.project.judge,
+                                cache_path=project.state / "judge-cache.sqlite",
+                                offline=True,
+                            )
+                        )
+                else:
+                    provider = project.runtime(config.runtime or loaded.project.runtime)
+                    bindings = await stack.enter_async_context(
+                        provider.open(loaded, operation=operation)
+                    )
+                    judge, detector = bindings.judge, bindings.language_detector
+                progress.phase("grading")
+                return await grade_run(
+                    loaded,
+                    evidence,
+                    judge=judge,
+                    language_detector=detector,
+                    offline=config.offline,
+                    progress=progress.graded,
+                )
+
+        scoring_dir, summary = asyncio.run(grade())
+        metadata: dict[str, Any] = {
+            "scoring": summary.scoring,
+            "attempts": summary.attempts,
+            "skipped_attempts": summary.skipped,
+            **{f"verdicts_{status}": count for status, count in summary.statuses.items()},
+            "prompts_version": version,
+            "offline": summary.offline,
+            "scoring_path": dg.MetadataValue.path(str(scoring_dir)),
+        }
+        if summary.judge:
+            metadata.update({f"judge_{key}": value for key, value in summary.judge.items()})
+        return dg.Output(ScoringRef(evidence.run_id, scoring_dir.name), metadata=metadata)
+
+    return verdicts
+
+
+@dg.asset(
+    partitions_def=runs_partitions,
+    io_manager_key=RUN_ASSETS_IO,
+    op_tags={"soev/op": "aggregate"},
+    description="Aggregates per suite, split and criterion; pass@k; the previous run's deltas.",
+)
+def report(project: SoevProject, verdicts: Path) -> dg.Output[dict[str, Any]]:
+    """Aggregate the latest scoring into the run's report."""
+    archive = RunArchive(project.runs, verdicts.parent.parent.name)
+    built = aggregate_run(archive, verdicts, write=False)
+    metadata: dict[str, Any] = {}
+    for name, figures in built["suites"].items():
+        metadata[f"pass_rate/{name}"] = _rate(figures["pass_rate"])
+    for name, figures in built["splits"].items():
+        metadata[f"pass_rate/split/{name}"] = _rate(figures["pass_rate"])
+    totals = {"pass": 0, "fail": 0, "error": 0, "not_applicable": 0}
+    for counts in built["criteria"].values():
+        for status, count in counts.items():
+            totals[status] += count
+    metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
+    metadata["criteria"] = dg.MetadataValue.md(_criteria_table(built["criteria"]))
+    metadata["prompts"] = dg.MetadataValue.json(built["prompts"])
+    metadata["archive"] = dg.MetadataValue.path(str(archive.path))
+    previous = built.get("previous")
+    if previous:
+        metadata["previous_run"] = previous["run_id"] or ""
+        metadata["regressions"] = len(previous["regressions"])
+        metadata["improvements"] = len(previous["improvements"])
+    return dg.Output(built, metadata=metadata)
+
+
+def _criteria_table(criteria: dict[str, dict[str, int]]) -> str:
+    lines = ["| criterion | pass | fail | error | n/a |", "| --- | ---: | ---: | ---: | ---: |"]
+    for kind, counts in criteria.items():
+        lines.append(
+            f"| `{kind}` | {counts['pass']} | {counts['fail']} | {counts['error']} "
+            f"| {counts['not_applicable']} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""Asset checks: which verdict partitions were graded with prompts that changed since."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+VERDICTS = dg.AssetKey("verdicts")
+CODE_VERSION_TAG = "dagster/code_version"
+
+
+def latest_versions(instance: dg.DagsterInstance) -> dict[str, str | None]:
+    """The code version of the latest materialization of each verdicts partition."""
+    latest: dict[str, str | None] = {}
+    cursor = None
+    while True:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=VERDICTS), limit=500, cursor=cursor, ascending=True
+        )
+        for record in result.records:
+            materialization = record.asset_materialization
+            if materialization is None or materialization.partition is None:
+                continue
+            latest[materialization.partition] = (
+                materialization.tags.get(CODE_VERSION_TAG) if materialization.tags else None
+            )
+        if not result.has_more:
+            return latest
+        cursor = result.cursor
+
+
+def build_prompts_check(current: str) -> dg.AssetChecksDefinition:
+    """A check on `verdicts` that lists the run partitions graded with outdated prompts."""
+
+    @dg.asset_check(
+        asset=VERDICTS,
+        name="graded_with_current_prompts",
+        blocking=False,
+        description=(
+            "Fails when a run's latest verdicts were graded with judge prompts or rubrics "
+            "that have changed since; rescore those runs."
+        ),
+    )
+    def graded_with_current_prompts(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        versions = latest_versions(context.instance)
+        outdated = sorted(run for run, version in versions.items() if version != current)
+        return dg.AssetCheckResult(
+            passed=not outdated,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "prompts_version": current,
+                "graded_runs": len(versions),
+                "outdated_runs": len(outdated),
+                "outdated": dg.MetadataValue.md(
+                    "\n".join(f"- `{run}`" for run in outdated) or "none"
+                ),
+            },
+            description=(
+                f"{len(outdated)} of {len(versions)} runs graded with outdated prompts"
+                if outdated
+                else "every run was graded with the current prompts"
+            ),
+        )
+
+    return graded_with_current_prompts

@@ -1,0 +1,58 @@
+"""Build the Definitions of one evaluation project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from soev_pipeline.run.service import prompt_hashes, prompts_version
+
+from .assets import (
+    RUN_ASSETS_IO,
+    build_evidence_asset,
+    build_suites_asset,
+    build_verdicts_asset,
+    judge_prompts,
+    report,
+)
+from .checks import build_prompts_check
+from .io import RunArchiveIOManager
+from .jobs import build_jobs, build_nightly_schedule
+from .resources import Progress, SoevProject
+
+
+def build_definitions(
+    project_path: str | Path,
+    *,
+    runs_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    nightly_cron: str | None = None,
+) -> dg.Definitions:
+    """The assets, jobs, check and schedule of the project at `project_path`.
+
+    The project is loaded once here: its suite names partition `suites`, and the hashes
+    of its prompts and rubrics make the code version of `verdicts`, so a changed prompt
+    shows the verdicts graded with the old one as stale once the definitions reload.
+    """
+    project = SoevProject(
+        project_path=str(Path(project_path).resolve()),
+        runs_dir=str(Path(runs_dir).resolve()) if runs_dir else None,
+    )
+    loaded = project.load()
+    version = prompts_version(prompt_hashes(loaded))
+    suites = build_suites_asset([suite.name for suite in loaded.suites])
+    evidence = build_evidence_asset(suites)
+    verdicts = build_verdicts_asset(version)
+    jobs = build_jobs(suites, judge_prompts, evidence, verdicts, report)
+    return dg.Definitions(
+        assets=[suites, judge_prompts, evidence, verdicts, report],
+        asset_checks=[build_prompts_check(version)],
+        jobs=jobs,
+        schedules=[build_nightly_schedule(jobs[0], nightly_cron)],
+        resources={
+            "project": project,
+            RUN_ASSETS_IO: RunArchiveIOManager(runs_dir=str(project.runs)),
+            "progress": progress or Progress(),
+        },
+    )

@@ -1,0 +1,72 @@
+"""The IO manager over the run archive: Dagster's storage for evidence, verdicts and report.
+
+Evidence and verdicts are streamed to the archive by their steps as each attempt finishes,
+so handing them over holds only a reference; loading them gives the archive back, which
+is why a rescore reads archived evidence and never calls the system under test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.run.archive import REPORT, RunArchive, write_json_atomically
+
+
+@dataclass(frozen=True)
+class EvidenceRef:
+    """The evidence of a run, as the `attempt` op hands it on."""
+
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ScoringRef:
+    """One scoring of a run, as the `grade` op hands it on."""
+
+    run_id: str
+    scoring: str
+
+
+class RunArchiveIOManager(dg.ConfigurableIOManager):
+    """Reads and writes `runs/<run_id>/` for the run-partitioned assets."""
+
+    runs_dir: str
+
+    def _archive(self, partition_key: str) -> RunArchive:
+        return RunArchive(Path(self.runs_dir), partition_key)
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        archive = self._archive(context.partition_key)
+        if isinstance(obj, EvidenceRef):
+            if not archive.evidence_path.exists():
+                raise ProjectError(f"{archive.evidence_path}: the attempt step wrote no evidence")
+        elif isinstance(obj, ScoringRef):
+            if not (archive.scorings_path / obj.scoring).is_dir():
+                raise ProjectError(f"{archive.path}: scoring {obj.scoring} was not written")
+        elif isinstance(obj, dict) and "scoring" in obj:
+            scoring = obj["scoring"].get("scoring")
+            write_json_atomically(archive.scorings_path / scoring / REPORT, obj)
+        else:
+            raise TypeError(f"cannot store {type(obj).__name__} in the run archive")
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        archive = self._archive(context.partition_key)
+        upstream = context.upstream_output
+        name = upstream.asset_key.path[-1] if upstream and upstream.asset_key else ""
+        if not archive.exists():
+            raise ProjectError(f"{archive.path}: no archived run {archive.run_id!r}")
+        if name == "evidence":
+            return archive
+        if name == "verdicts":
+            scorings = archive.scorings()
+            if not scorings:
+                raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring")
+            return scorings[-1]
+        if name == "report":
+            return archive.latest_report()
+        raise TypeError(f"the run archive holds no asset {name!r}")

@@ -1,0 +1,85 @@
+"""Jobs and the nightly schedule."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC
+
+import dagster as dg
+
+from .assets import runs_partitions
+
+EVALUATE = "evaluate"
+RESCORE = "rescore"
+LOAD_SUITES = "load_suites"
+NIGHTLY_CRON = "0 2 * * *"
+
+
+def build_jobs(
+    suites: dg.AssetsDefinition,
+    judge_prompts: dg.AssetsDefinition,
+    evidence: dg.AssetsDefinition,
+    verdicts: dg.AssetsDefinition,
+    report: dg.AssetsDefinition,
+) -> list[dg.UnresolvedAssetJobDefinition]:
+    """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again."""
+    evaluate = dg.define_asset_job(
+        EVALUATE,
+        selection=dg.AssetSelection.assets(judge_prompts, evidence, verdicts, report),
+        partitions_def=runs_partitions,
+        executor_def=dg.in_process_executor,
+        description="Attempt every selected case k times, grade the evidence, and report.",
+    )
+    rescore = dg.define_asset_job(
+        RESCORE,
+        selection=dg.AssetSelection.assets(judge_prompts, verdicts, report),
+        partitions_def=runs_partitions,
+        executor_def=dg.in_process_executor,
+        description="Grade a run's archived evidence with the current criteria and prompts.",
+    )
+    load_suites = dg.define_asset_job(
+        LOAD_SUITES,
+        selection=dg.AssetSelection.assets(suites),
+        executor_def=dg.in_process_executor,
+        description="Validate a suite and record the digests of its cases.",
+    )
+    return [evaluate, rescore, load_suites]
+
+
+def nightly_run_id(scheduled: object) -> str:
+    """The run id of a scheduled run: `nightly-` and the scheduled UTC time."""
+    from datetime import datetime
+
+    moment = scheduled if isinstance(scheduled, datetime) else datetime.now(UTC)
+    return "nightly-" + moment.astimezone(UTC).strftime("%Y%m%dt%H%M%Sz")
+
+
+def build_nightly_schedule(
+    evaluate: dg.UnresolvedAssetJobDefinition, cron: str | None = None
+) -> dg.ScheduleDefinition:
+    """A schedule that adds a run partition and launches `evaluate` on it.
+
+    The cron comes from `cron`, else `$SOEV_NIGHTLY_CRON`, else 02:00 UTC every day. The
+    schedule starts stopped unless `$SOEV_NIGHTLY` is `on`.
+    """
+    cron = cron or os.environ.get("SOEV_NIGHTLY_CRON") or NIGHTLY_CRON
+    status = (
+        dg.DefaultScheduleStatus.RUNNING
+        if os.environ.get("SOEV_NIGHTLY", "").lower() == "on"
+        else dg.DefaultScheduleStatus.STOPPED
+    )
+
+    @dg.schedule(
+        name="nightly",
+        cron_schedule=cron,
+        execution_timezone="UTC",
+        job=evaluate,
+        default_status=status,
+        description="A new evaluation run every night, on every suite and both splits.",
+    )
+    def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        run_id = nightly_run_id(context.scheduled_execution_time)
+        context.instance.add_dynamic_partitions(runs_partitions.name or "runs", [run_id])
+        return dg.RunRequest(run_key=run_id, partition_key=run_id)
+
+    return nightly

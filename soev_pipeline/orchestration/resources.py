@@ -1,0 +1,39 @@
+"""Resources: the project the assets evaluate, and where the CLI shows progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from soev_pipeline.cli.loading import LoadedProject, load
+from soev_pipeline.cli.runtimes import RuntimeProvider, resolve_runtime, state_dir
+from soev_pipeline.run.progress import Progress
+
+__all__ = ["Progress", "SoevProject"]
+
+
+class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The evaluation project: its project.yaml and the folder of its runs."""
+
+    project_path: str
+    runs_dir: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self.project_path).resolve()
+
+    @property
+    def runs(self) -> Path:
+        return Path(self.runs_dir).resolve() if self.runs_dir else self.path.parent / "runs"
+
+    @property
+    def state(self) -> Path:
+        return state_dir(self.runs)
+
+    def load(self, **options: Any) -> LoadedProject:
+        return load(self.path, **options)
+
+    def runtime(self, name: str | None) -> RuntimeProvider:
+        return resolve_runtime(name, state=self.state)

@@ -1,0 +1,42 @@
+"""Runs: the archive, the manifest, attempts, grading, scoring and the report."""
+
+from .archive import RunArchive, check_run_id, list_runs, new_run_id
+from .attempts import plan_attempts, run_attempts, select_cases
+from .grading import GradedAttempt, GradingSummary, grade_attempt, grade_evidence, iter_graded
+from .manifest import Manifest, build_manifest, check_resumable
+from .report import build_report, compare, read_report
+from .scoring import (
+    AttemptScore,
+    CaseFigures,
+    aggregate,
+    case_figures,
+    pass_at_k_estimate,
+    score_attempt,
+)
+
+__all__ = [
+    "AttemptScore",
+    "CaseFigures",
+    "GradedAttempt",
+    "GradingSummary",
+    "Manifest",
+    "RunArchive",
+    "aggregate",
+    "build_manifest",
+    "build_report",
+    "case_figures",
+    "check_resumable",
+    "check_run_id",
+    "compare",
+    "grade_attempt",
+    "grade_evidence",
+    "iter_graded",
+    "list_runs",
+    "new_run_id",
+    "pass_at_k_estimate",
+    "plan_attempts",
+    "read_report",
+    "run_attempts",
+    "score_attempt",
+    "select_cases",
+]

@@ -1,0 +1,218 @@
+"""The run archive on disk (SPEC.md section 7).
+
+    runs/<run_id>/manifest.json
+    runs/<run_id>/evidence.jsonl               one attempt a line, appended as each finishes
+    runs/<run_id>/scorings/<NNNN>/verdicts.jsonl
+    runs/<run_id>/scorings/<NNNN>/report.json
+    runs/<run_id>/scorings/<NNNN>/scoring.json
+
+Evidence is streamed: written a line at a time and flushed, read a line at a time. A rescore
+adds a scoring and keeps the earlier ones; the report of a run is that of its latest scoring.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import Evidence
+
+from .manifest import Manifest
+
+RUN_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+MANIFEST = "manifest.json"
+EVIDENCE = "evidence.jsonl"
+SCORINGS = "scorings"
+VERDICTS = "verdicts.jsonl"
+REPORT = "report.json"
+SCORING = "scoring.json"
+
+
+def check_run_id(run_id: str) -> str:
+    """Return `run_id` when it is a valid run id (a Dagster partition key), else raise."""
+    if not RUN_ID.fullmatch(run_id) or len(run_id) > 128:
+        raise ProjectError(
+            f"run id {run_id!r} is not valid: use lower-case letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+    return run_id
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable UTC timestamp, e.g. `20261129t183056.123z`."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    return now.strftime("%Y%m%dt%H%M%S.") + f"{now.microsecond // 1000:03d}z"
+
+
+def write_json_atomically(path: Path, value: Any) -> None:
+    """Write `value` as indented JSON to `path` through a temporary file and a rename."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+class EvidenceWriter:
+    """Appends evidence lines, flushing each, so a crash loses at most the attempt in flight."""
+
+    def __init__(self, path: Path) -> None:
+        _drop_partial_last_line(path)
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self.written = 0
+
+    def append(self, evidence: Evidence) -> None:
+        self._file.write(evidence.model_dump_json() + "\n")
+        self._file.flush()
+        self.written += 1
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+    def __enter__(self) -> EvidenceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _drop_partial_last_line(path: Path) -> None:
+    """Cut a last line that a crash left without its newline, so appends start clean."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as file:
+        file.seek(-1, os.SEEK_END)
+        if file.read(1) == b"\n":
+            return
+        size = file.seek(0, os.SEEK_END)
+        position = size
+        block = 65536
+        while position > 0:
+            start = max(0, position - block)
+            file.seek(start)
+            chunk = file.read(position - start)
+            newline = chunk.rfind(b"\n")
+            if newline != -1:
+                file.truncate(start + newline + 1)
+                return
+            position = start
+        file.truncate(0)
+
+
+class RunArchive:
+    """One run's folder: its manifest, its evidence and its scorings."""
+
+    def __init__(self, runs_dir: Path, run_id: str) -> None:
+        self.run_id = check_run_id(run_id)
+        self.runs_dir = runs_dir
+        self.path = runs_dir / run_id
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def evidence_path(self) -> Path:
+        return self.path / EVIDENCE
+
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def create(self, manifest: Manifest) -> None:
+        """Make the run's folder and write its manifest. Raises when the run exists."""
+        if self.exists():
+            raise ProjectError(f"{self.path}: run {self.run_id!r} already exists")
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json_atomically(self.manifest_path, manifest.model_dump(mode="json"))
+        self.evidence_path.touch()
+
+    def manifest(self) -> Manifest:
+        """Read the manifest. Raises `ProjectError` when the run does not exist or is invalid."""
+        if not self.exists():
+            raise ProjectError(f"{self.runs_dir}: no run {self.run_id!r}")
+        try:
+            return Manifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            raise ProjectError(
+                f"{self.manifest_path}: not a valid manifest ({exc.errors()[0]['msg']})"
+            ) from None
+
+    def evidence_writer(self) -> EvidenceWriter:
+        return EvidenceWriter(self.evidence_path)
+
+    def iter_evidence(self) -> Iterator[Evidence]:
+        """Yield the archived evidence a line at a time.
+
+        A line that does not parse (the last line cut short by a crash) is skipped, never
+        fatal. When an attempt appears twice, both are yielded; `latest_evidence` keeps one.
+        """
+        if not self.evidence_path.exists():
+            return
+        with self.evidence_path.open(encoding="utf-8") as lines:
+            for line in lines:
+                if not line.endswith("\n") or not line.strip():
+                    continue
+                try:
+                    yield Evidence.model_validate_json(line)
+                except ValidationError:
+                    continue
+
+    def completed(self) -> set[tuple[str, int]]:
+        """The (case id, attempt) pairs that have evidence."""
+        return {(evidence.case_id, evidence.attempt) for evidence in self.iter_evidence()}
+
+    # Scorings
+
+    @property
+    def scorings_path(self) -> Path:
+        return self.path / SCORINGS
+
+    def scorings(self) -> list[Path]:
+        """The scoring folders, oldest first."""
+        if not self.scorings_path.exists():
+            return []
+        return sorted(
+            path for path in self.scorings_path.iterdir() if path.is_dir() and path.name.isdigit()
+        )
+
+    def new_scoring(self) -> Path:
+        """Make the next scoring folder (0001, 0002, ...) and return it."""
+        existing = self.scorings()
+        number = int(existing[-1].name) + 1 if existing else 1
+        path = self.scorings_path / f"{number:04d}"
+        path.mkdir(parents=True, exist_ok=False)
+        return path
+
+    def latest_report_path(self) -> Path | None:
+        """The report of the latest complete scoring, or None when the run was never scored."""
+        for scoring in reversed(self.scorings()):
+            if (scoring / REPORT).exists():
+                return scoring / REPORT
+        return None
+
+    def latest_report(self) -> dict[str, Any] | None:
+        path = self.latest_report_path()
+        if path is None:
+            return None
+        result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return result
+
+
+def list_runs(runs_dir: Path) -> list[RunArchive]:
+    """The runs in `runs_dir` with a manifest, in the order of their creation."""
+    if not runs_dir.exists():
+        return []
+    runs = []
+    for path in runs_dir.iterdir():
+        if path.is_dir() and RUN_ID.fullmatch(path.name) and (path / MANIFEST).exists():
+            runs.append(RunArchive(runs_dir, path.name))
+    return sorted(runs, key=lambda run: (run.manifest().created_at, run.run_id))

@@ -1,0 +1,102 @@
+"""Render a report as readable text tables for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+
+def _percent(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _number(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.3f}"
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    frame = pd.DataFrame(list(rows), columns=list(columns))
+    return str(frame.to_string(index=False))
+
+
+def _groups(title: str, groups: Mapping[str, Mapping[str, Any]]) -> str:
+    rows = [
+        {
+            title: name,
+            "cases": figures["cases"],
+            "attempts": figures["attempts"],
+            "pass rate": _percent(figures["pass_rate"]),
+            "mean score": _number(figures["mean_score"]),
+            "pass@k": _percent(figures["pass_at_k"]),
+            "pass^k": _percent(figures["pass_all_k"]),
+        }
+        for name, figures in groups.items()
+    ]
+    return _table(rows, [title, "cases", "attempts", "pass rate", "mean score", "pass@k", "pass^k"])
+
+
+def _delta(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):+.1f} pt"
+
+
+def _shorten(text: str, width: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_report(report: Mapping[str, Any]) -> str:
+    """The report as text: suites, splits, criteria, the failing dev cases, the comparison."""
+    split = report.get("split") or "dev+test"
+    lines = [
+        f"run {report['run_id']}  project {report.get('project', '?')}  split {split}  "
+        f"k={report['k']}  scoring {report.get('scoring', {}).get('scoring', '?')}",
+        "",
+        _groups("suite", report["suites"]),
+        "",
+        _groups("split", report.get("splits", {})),
+        "",
+    ]
+    criteria = [
+        {
+            "criterion": kind,
+            **{key: counts[key] for key in ("pass", "fail", "error")},
+            "n/a": counts["not_applicable"],
+        }
+        for kind, counts in report["criteria"].items()
+    ]
+    if criteria:
+        lines += [_table(criteria, ["criterion", "pass", "fail", "error", "n/a"]), ""]
+    failing = [case for case in report["cases"] if case["pass_rate"] < 1.0]
+    if failing:
+        lines.append(f"dev cases that did not pass every attempt ({len(failing)}):")
+        for case in failing:
+            lines.append(
+                f"  {case['case_id']} ({case['suite']}): pass rate {_percent(case['pass_rate'])}"
+            )
+            for attempt in case["attempts"]:
+                if attempt["passed"]:
+                    continue
+                for verdict in attempt["verdicts"]:
+                    if verdict["status"] in ("fail", "error"):
+                        gate = " gate" if verdict["gate"] else ""
+                        lines.append(
+                            f"    attempt {attempt['attempt']}: {verdict['kind']} "
+                            f"{verdict['status']}{gate}: {_shorten(verdict['detail'])}"
+                        )
+        lines.append("")
+    judge = report.get("scoring", {}).get("judge")
+    if judge:
+        lines.append("judge: " + ", ".join(f"{key} {value}" for key, value in judge.items()))
+    previous = report.get("previous")
+    if previous:
+        deltas = ", ".join(
+            f"{name} {_delta(entry['delta'])}" for name, entry in previous["suites"].items()
+        )
+        lines.append(f"compared with run {previous['run_id']}: {deltas}")
+        if previous["regressions"]:
+            lines.append("  regressions: " + ", ".join(previous["regressions"]))
+        if previous["improvements"]:
+            lines.append("  improvements: " + ", ".join(previous["improvements"]))
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,236 @@
+"""The four operations of a run as plain functions: load, attempt, grade and aggregate.
+
+The Dagster assets and the CLI call these; nothing here imports dagster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from soev_pipeline.core.canonical import digest
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import Case, Split
+from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector
+
+from .archive import REPORT, SCORING, RunArchive, write_json_atomically
+from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
+from .grading import GradingSummary, grade_evidence, iter_graded
+from .manifest import Manifest, build_manifest, check_resumable, check_same_project
+from .report import build_report, previous_report
+
+if TYPE_CHECKING:
+    from soev_pipeline.cli.loading import LoadedProject
+    from soev_pipeline.cli.runtimes import RuntimeBindings
+
+JUDGE_TASKS = (
+    "behaviour.expected",
+    "compare.equivalent",
+    "nuggets.coverage",
+    "privacy.names",
+    "rubric.judge",
+)
+
+
+def prompt_texts(loaded: LoadedProject) -> dict[str, str]:
+    """The judge prompts of the judge kinds the project uses, and its rubric texts, by name.
+
+    Prompts are named by task (`nuggets.coverage`), rubrics by their project path.
+    """
+    from soev_pipeline.judges import load_prompts
+
+    used = {spec.kind for case in loaded.cases() for spec in case.criteria}
+    prompts = load_prompts()
+    texts = {task: text for task, text in prompts.items() if task in used}
+    texts.update(loaded.context.rubrics)
+    return dict(sorted(texts.items()))
+
+
+def prompt_hashes(loaded: LoadedProject) -> dict[str, str]:
+    """The SHA-256 of each judge prompt and rubric the project uses."""
+    from soev_pipeline.judges import prompt_shas
+
+    return prompt_shas(prompt_texts(loaded))
+
+
+def prompts_version(shas: dict[str, str]) -> str:
+    """One short hash over all prompt hashes: the code version of the verdicts."""
+    return digest(shas)[:12]
+
+
+@dataclass(frozen=True)
+class RunSelection:
+    """What a run evaluates: suites (all when empty), split (both when None) and k."""
+
+    suites: tuple[str, ...] = ()
+    split: Split | None = None
+    k: int = 1
+
+    def check(self, loaded: LoadedProject) -> None:
+        known = [suite.name for suite in loaded.suites]
+        for name in self.suites:
+            if name not in known:
+                raise ProjectError(
+                    f"{loaded.path}: suites: no suite {name!r} (known: {', '.join(known)})"
+                )
+        if self.k < 1:
+            raise ProjectError(f"k must be at least 1, not {self.k}")
+
+
+@dataclass
+class PreparedRun:
+    """A run ready for its attempt phase."""
+
+    archive: RunArchive
+    manifest: Manifest
+    cases: list[Case]
+    plan: list[tuple[Case, int]]
+    resumed: bool = False
+    already_done: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare_run(
+    loaded: LoadedProject,
+    runs_dir: Path,
+    run_id: str,
+    selection: RunSelection,
+    *,
+    resume: bool = False,
+    runtime: str | None = None,
+) -> PreparedRun:
+    """Create the run's archive, or reopen it for `resume`, and plan the missing attempts.
+
+    Raises:
+        ProjectError: the run exists and `resume` is false, or it does not exist and
+            `resume` is true, or it belongs to another project.
+        ResumeError: the cases or prompts changed since the run started.
+    """
+    archive = RunArchive(runs_dir, run_id)
+    shas = prompt_hashes(loaded)
+    if resume:
+        manifest = archive.manifest()
+        check_same_project(manifest, loaded.project.name)
+        selected = RunSelection(manifest.suites, manifest.split, manifest.k)
+        selected.check(loaded)
+        cases = select_cases(loaded.cases(), suites=manifest.suites, split=manifest.split)
+        check_resumable(manifest, cases, shas)
+        done = archive.completed()
+        plan = plan_attempts(cases, manifest.k, done)
+        return PreparedRun(archive, manifest, cases, plan, resumed=True, already_done=len(done))
+    if archive.exists():
+        raise ProjectError(
+            f"{archive.path}: run {run_id!r} already exists; resume it with --resume {run_id}"
+        )
+    selection.check(loaded)
+    suites = selection.suites or tuple(suite.name for suite in loaded.suites)
+    cases = select_cases(loaded.cases(), suites=suites, split=selection.split)
+    if not cases:
+        where = f"split {selection.split!r} of " if selection.split else ""
+        raise ProjectError(f"{loaded.path}: {where}the selected suites have no case")
+    manifest = build_manifest(
+        run_id=run_id,
+        project=loaded.project.name,
+        suites=suites,
+        split=selection.split,
+        k=selection.k,
+        cases=cases,
+        shas=shas,
+        runtime=runtime,
+    )
+    archive.create(manifest)
+    return PreparedRun(archive, manifest, cases, plan_attempts(cases, selection.k))
+
+
+async def attempt_run(
+    loaded: LoadedProject,
+    prepared: PreparedRun,
+    bindings: RuntimeBindings,
+    *,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> AttemptStats:
+    """Run the planned attempts of `prepared` with the runtime's arm, archiving as they end."""
+    if bindings.arm is None:
+        raise ProjectError("the runtime provider gave no arm for the run command")
+    with prepared.archive.evidence_writer() as writer:
+        return await run_attempts(
+            prepared.plan,
+            bindings.arm,
+            writer,
+            messages=loaded.project.messages,
+            concurrency=loaded.project.system.concurrency,
+            setup=bindings.setup or loaded.setup,
+            progress=progress,
+        )
+
+
+def default_language_detector() -> LanguageDetector:
+    from soev_pipeline.judges import LangidDetector
+
+    detector: LanguageDetector = LangidDetector()
+    return detector
+
+
+async def grade_run(
+    loaded: LoadedProject,
+    archive: RunArchive,
+    *,
+    judge: Judge | None,
+    language_detector: LanguageDetector | None = None,
+    offline: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Path, GradingSummary]:
+    """Grade the run's archived evidence with the current criteria into a new scoring."""
+    manifest = archive.manifest()
+    check_same_project(manifest, loaded.project.name)
+    ctx = CriterionContext(
+        messages=loaded.context.messages,
+        rubrics=loaded.context.rubrics,
+        corpus=loaded.context.corpus,
+        judge=judge,
+        language_detector=language_detector or default_language_detector(),
+    )
+    if ctx.corpus is not None:
+        warm = getattr(ctx.corpus, "warm", None)
+        if callable(warm):
+            await asyncio.to_thread(warm)
+    scoring_dir = archive.new_scoring()
+    total = sum(1 for _ in archive.iter_evidence()) if progress is not None else 0
+    summary = await grade_evidence(
+        loaded,
+        ctx,
+        archive.iter_evidence(),
+        scoring_dir,
+        total=total,
+        prompts=prompt_hashes(loaded),
+        offline=offline,
+        progress=progress,
+    )
+    stats = getattr(judge, "stats", None)
+    if stats is not None and hasattr(stats, "as_dict"):
+        summary.judge = stats.as_dict()
+        write_json_atomically(scoring_dir / SCORING, summary.to_json())
+    return scoring_dir, summary
+
+
+def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> dict[str, Any]:
+    """Aggregate a scoring into its report, with the comparison to the previous run.
+
+    With `write`, the report is written to the scoring folder; the Dagster IO manager
+    writes it itself.
+    """
+    manifest = archive.manifest()
+    scoring = json.loads((scoring_dir / SCORING).read_text(encoding="utf-8"))
+    report = build_report(
+        manifest,
+        iter_graded(scoring_dir),
+        scoring=scoring,
+        previous=previous_report(archive.runs_dir, manifest),
+    )
+    if write:
+        write_json_atomically(scoring_dir / REPORT, report)
+    return report
