@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if runtime in (None, BUILTIN):
         check_reachable(loaded)
     progress = TerminalProgress(sys.stderr)
-    print(f"run {run_id}: archive {runs_dir / run_id}", file=sys.stderr)
+    progress.phase(f"run {run_id}")
     try:
         launch.evaluate(
             loaded.path,
@@ -88,8 +88,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 130
         raise
     progress.close()
-    report = read_report(RunArchive(runs_dir, run_id))
-    sys.stdout.write(render_report(report))
+    archive = RunArchive(runs_dir, run_id)
+    sys.stdout.write(render_report(read_report(archive)))
+    sys.stdout.write(f"archive: {archive.path}\n")
     return 0
 
 

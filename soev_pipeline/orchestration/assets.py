@@ -4,7 +4,6 @@ Each asset calls one function of `soev_pipeline.run.service`. Metadata shows agg
 and dev case ids only; test cases never appear here.
 """
 
-from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from typing import Any, Literal
 
 import dagster as dg
 
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.ports import Judge
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.service import (
@@ -37,7 +37,7 @@ class EvaluateConfig(dg.Config):
     """What a run evaluates. Empty `suites` means every suite; no `split` means both."""
 
     suites: list[str] = []  # noqa: RUF012 - Dagster config fields copy their defaults
-    split: Literal["dev", "test"] | None = None
+    split: str | None = None
     k: int = 1
     runtime: str | None = None
     resume: bool = False
@@ -114,16 +114,20 @@ def build_evidence_asset(suites: dg.AssetsDefinition) -> dg.AssetsDefinition:
         deps=[dg.AssetDep(suites, partition_mapping=dg.AllPartitionMapping())],
         io_manager_key=RUN_ASSETS_IO,
         op_tags={"soev/op": "attempt"},
-        required_resource_keys={"progress"},
         description="Every attempt's turns, replies, citations, usage and failures.",
     )
     def evidence(
-        context: dg.AssetExecutionContext, config: EvaluateConfig, project: SoevProject
+        context: dg.AssetExecutionContext,
+        config: EvaluateConfig,
+        project: SoevProject,
+        progress: dg.ResourceParam[Progress],
     ) -> dg.Output[EvidenceRef]:
-        progress: Progress = context.resources.progress
         run_id = context.partition_key
         loaded = project.load()
-        selection = RunSelection(tuple(config.suites), config.split, config.k)
+        if config.split not in (None, "dev", "test"):
+            raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
+        split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
+        selection = RunSelection(tuple(config.suites), split, config.k)
         runtime = config.runtime or loaded.project.runtime
         prepared = prepare_run(
             loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
@@ -164,16 +168,15 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
         io_manager_key=RUN_ASSETS_IO,
         code_version=version,
         op_tags={"soev/op": "grade"},
-        required_resource_keys={"progress"},
         description="One verdict per attempt and criterion, with each attempt's score.",
     )
     def verdicts(
         context: dg.AssetExecutionContext,
         config: GradeConfig,
         project: SoevProject,
+        progress: dg.ResourceParam[Progress],
         evidence: RunArchive,
     ) -> dg.Output[ScoringRef]:
-        progress: Progress = context.resources.progress
         loaded = project.load()
         operation: Literal["run", "rescore"] = (
             "run" if context.job_name == "evaluate" else "rescore"

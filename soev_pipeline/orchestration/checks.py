@@ -1,6 +1,5 @@
 """Asset checks: which verdict partitions were graded with prompts that changed since."""
 
-from __future__ import annotations
 
 import dagster as dg
 

@@ -26,14 +26,12 @@ def build_jobs(
     evaluate = dg.define_asset_job(
         EVALUATE,
         selection=dg.AssetSelection.assets(judge_prompts, evidence, verdicts, report),
-        partitions_def=runs_partitions,
         executor_def=dg.in_process_executor,
         description="Attempt every selected case k times, grade the evidence, and report.",
     )
     rescore = dg.define_asset_job(
         RESCORE,
         selection=dg.AssetSelection.assets(judge_prompts, verdicts, report),
-        partitions_def=runs_partitions,
         executor_def=dg.in_process_executor,
         description="Grade a run's archived evidence with the current criteria and prompts.",
     )

@@ -151,6 +151,7 @@ def read_report(archive: RunArchive) -> dict[str, Any]:
     """The report of the run's latest scoring. Raises `ProjectError` when it has none."""
     from soev_pipeline.core.errors import ProjectError
 
+    archive.manifest()
     report = archive.latest_report()
     if report is None:
         raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring yet")
