@@ -1,0 +1,52 @@
+"""The public names of soev_pipeline.arms, and the choice of arm by system kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+import soev_pipeline.arms as arms
+from soev_pipeline.arms import ChatCompletionsArm, SoevThreadArm, create_arm
+from soev_pipeline.core.errors import ArmError
+from soev_pipeline.core.ports import Arm
+from soev_pipeline.core.project import Project
+
+pytestmark = pytest.mark.anyio
+
+
+def test_all_is_sorted_and_importable() -> None:
+    assert arms.__all__ == sorted(arms.__all__)
+    assert {"SoevThreadArm", "ChatCompletionsArm", "create_http_client"} <= set(arms.__all__)
+    for name in arms.__all__:
+        assert getattr(arms, name) is not None
+
+
+def project(**system: Any) -> Project:
+    return Project.model_validate(
+        {
+            "name": "wetwijzer",
+            "system": {"base_url": "http://127.0.0.1:9/", **system},
+            "citations": {"source_field": "url"},
+            "suites": [{"name": "kern", "files": "suites/*.yaml"}],
+        }
+    )
+
+
+async def test_create_arm_follows_the_system_kind() -> None:
+    async with httpx.AsyncClient() as http:
+        thread = create_arm(http, project())
+        assert isinstance(thread, SoevThreadArm)
+        assert isinstance(thread, Arm)
+        assert thread.agent == "wetwijzer"  # the project name stands in for system.agent
+        assert thread.source_field == "url"
+        named = create_arm(http, project(agent="wijzer"))
+        assert isinstance(named, SoevThreadArm)
+        assert named.agent == "wijzer"
+
+        chat = create_arm(http, project(kind="chat-completions", model="m"))
+        assert isinstance(chat, ChatCompletionsArm)
+        assert isinstance(chat, Arm)
+        with pytest.raises(ArmError):
+            create_arm(http, project(kind="chat-completions"))

@@ -1,0 +1,355 @@
+"""reply.language, reply.contains, reply.not_contains and reply.max_length."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from soev_pipeline.cli import load
+from soev_pipeline.core import (
+    Case,
+    CriterionContext,
+    CriterionParamsError,
+    CriterionSpec,
+    Evidence,
+    LanguageDetectionError,
+    Verdict,
+)
+from soev_pipeline.criteria import builtin_registry
+from soev_pipeline.judges import LangidDetector
+
+# Replies of Dutch legal advice, full of abbreviations and article labels.
+DUTCH_REPLIES = [
+    "Tegen een besluit van de gemeente kunt u bezwaar maken. De termijn daarvoor is zes weken "
+    "(art. 6:7 Awb). Die termijn begint op de dag na de bekendmaking, zie art. 6:8 lid 1 Awb. "
+    "Stuur uw bezwaarschrift t.a.v. het college van burgemeester en wethouders. Vermeld daarin "
+    "o.a. uw naam, de datum en de gronden van het bezwaar. Bent u te laat, dan verklaart het "
+    "bestuursorgaan het bezwaar in beginsel niet-ontvankelijk.",
+    "Volgens art. 6:162 BW moet degene die een onrechtmatige daad pleegt die hem kan worden "
+    "toegerekend, de schade vergoeden. Een daad is onrechtmatig bij bijv. een inbreuk op een "
+    "recht. De benadeelde moet wel aantonen dat er schade is. Daarnaast is causaal verband "
+    "nodig, zie ook art. 6:98 BW.\n\nKortom: u kunt de veroorzaker aansprakelijk stellen. Doe "
+    "dat schriftelijk en z.s.m. na het ongeval.",
+    "## Aansprakelijkheid van de werkgever\n\nOp grond van art. 7:658 BW is de werkgever "
+    "aansprakelijk voor schade die de werknemer in de uitoefening van zijn werkzaamheden lijdt. "
+    "Dat geldt niet als hij aantoont dat hij zijn zorgplicht is nagekomen.\n\n"
+    "- De werkgever moet zorgen voor een veilige werkplek.\n"
+    "- Hij moet o.a. instructies geven en toezicht houden.\n"
+    "- Bij opzet of bewuste roekeloosheid van de werknemer vervalt de aansprakelijkheid.\n\n"
+    "Neem voor advies contact op met mr. J. de Vries of met het Juridisch Loket.",
+    "De huurder kan de huurovereenkomst opzeggen met een termijn van één maand. De verhuurder "
+    "moet m.b.t. de opzegging de gronden van art. 7:274 BW in acht nemen. Een opzegging door de "
+    "verhuurder gaat per aangetekende brief of deurwaardersexploot. Zonder geldige grond eindigt "
+    "de huur niet. Bij een geschil beslist de kantonrechter.",
+    "Ontslag op staande voet kan alleen bij een dringende reden, zoals diefstal (art. 7:678 BW). "
+    "De werkgever moet het ontslag onverwijld geven en de reden direct meedelen. Bent u het er "
+    "niet mee eens? Dan kunt u binnen twee maanden de kantonrechter vragen het ontslag te "
+    "vernietigen. Bewaar alle stukken en e-mails goed.",
+]
+
+MIXED_REPLY = (
+    "De bezwaartermijn is zes weken (art. 6:7 Awb). "
+    "However, the court may extend this period in exceptional cases. "
+    "Stuur uw bezwaar t.a.v. het college van burgemeester en wethouders. "
+    "Neem bij twijfel z.s.m. contact op met een advocaat. "
+    "Dit is geen juridisch advies."
+)
+
+
+@pytest.fixture(scope="module")
+def detector() -> LangidDetector:
+    return LangidDetector()
+
+
+class ScriptedDetector:
+    """A detector that answers from a table and raises for a sentence it does not know."""
+
+    def __init__(self, answers: Mapping[str, str]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def detect(self, text: str) -> str:
+        self.asked.append(text)
+        if text not in self.answers:
+            raise LanguageDetectionError("unknown")
+        return self.answers[text]
+
+
+def make_case(**fields: Any) -> Case:
+    return Case.model_validate({"id": "kern-001", "suite": "kern", "input": "Vraag?", **fields})
+
+
+def make_evidence(reply: str | None) -> Evidence:
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    return Evidence(
+        case_id="kern-001",
+        suite="kern",
+        split="dev",
+        attempt=0,
+        reply=reply,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def grade(
+    kind: str, reply: str | None, ctx: CriterionContext | None = None, **params: Any
+) -> Verdict:
+    spec = CriterionSpec.model_validate({"kind": kind, **params})
+    registry = builtin_registry()
+    return asyncio.run(
+        registry.evaluate(spec, make_case(), make_evidence(reply), ctx or CriterionContext())
+    )
+
+
+def params_error(kind: str, **params: Any) -> str:
+    spec = CriterionSpec.model_validate({"kind": kind, **params})
+    with pytest.raises(CriterionParamsError) as raised:
+        builtin_registry().validate(spec)
+    return str(raised.value)
+
+
+class TestLanguage:
+    @pytest.mark.parametrize("reply", DUTCH_REPLIES)
+    def test_dutch_legal_replies_are_dutch(self, detector: LangidDetector, reply: str) -> None:
+        verdict = grade(
+            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
+        )
+        assert verdict.status == "pass", verdict.detail
+        assert verdict.version == "1"
+
+    def test_abbreviations_do_not_split_sentences(self, detector: LangidDetector) -> None:
+        verdict = grade(
+            "reply.language",
+            DUTCH_REPLIES[0],
+            CriterionContext(language_detector=detector),
+            language="nl",
+        )
+        assert verdict.detail == "6/6 sentences in nl (1.00)"
+
+    def test_an_english_reply_fails_a_dutch_criterion(self, detector: LangidDetector) -> None:
+        reply = "You can object within six weeks. The period starts after the decision."
+        ctx = CriterionContext(language_detector=detector)
+        failed = grade("reply.language", reply, ctx, language="nl")
+        assert failed.status == "fail"
+        assert failed.detail.startswith("0/2 sentences in nl (0.00); not nl: [en] ")
+        assert grade("reply.language", reply, ctx, language="en").status == "pass"
+
+    def test_a_mixed_reply_fails_by_default(self, detector: LangidDetector) -> None:
+        verdict = grade(
+            "reply.language",
+            MIXED_REPLY,
+            CriterionContext(language_detector=detector),
+            language="nl",
+        )
+        assert verdict.status == "fail"
+        assert verdict.detail == (
+            "4/5 sentences in nl (0.80); not nl: "
+            "[en] 'However, the court may extend this period in exceptional ca…'"
+        )
+
+    @pytest.mark.parametrize(("min_share", "status"), [(0.8, "pass"), (0.81, "fail"), (0, "pass")])
+    def test_min_share(self, detector: LangidDetector, min_share: float, status: str) -> None:
+        ctx = CriterionContext(language_detector=detector)
+        verdict = grade("reply.language", MIXED_REPLY, ctx, language="nl", min_share=min_share)
+        assert verdict.status == status
+
+    def test_short_and_non_linguistic_sentences_do_not_count(self) -> None:
+        detector = ScriptedDetector({"Het bezwaar is gegrond.": "nl"})
+        reply = "Het bezwaar is gegrond. Zie art. 6:7 Awb. Ja. 12345. BWBR0005537/artikel-6:7."
+        verdict = grade(
+            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
+        )
+        assert verdict.status == "pass"
+        assert verdict.detail == "1/1 sentences in nl (1.00); 4 not counted"
+        assert detector.asked == ["Het bezwaar is gegrond."]
+
+    def test_a_sentence_the_detector_cannot_read_does_not_count(self) -> None:
+        detector = ScriptedDetector({"Het bezwaar is gegrond.": "nl"})
+        reply = "Het bezwaar is gegrond. Lorem ipsum dolor sit."
+        verdict = grade(
+            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
+        )
+        assert verdict.status == "pass"
+        assert verdict.detail == "1/1 sentences in nl (1.00); 1 not counted"
+
+    def test_the_detail_lists_three_other_sentences_and_counts_the_rest(self) -> None:
+        others = [f"Sentence number {word} is English." for word in ("one", "two", "three", "four")]
+        detector = ScriptedDetector({sentence: "en" for sentence in others})
+        verdict = grade(
+            "reply.language",
+            " ".join(others),
+            CriterionContext(language_detector=detector),
+            language="nl",
+        )
+        assert verdict.status == "fail"
+        assert verdict.detail.endswith("'Sentence number three is English.' and 1 more")
+        assert "four" not in verdict.detail
+
+    @pytest.mark.parametrize("reply", ["", "Art. 6:7 Awb.", "Ja. Nee. 12-03-2024.", "## Kop"])
+    def test_nothing_to_detect_is_not_applicable(
+        self, detector: LangidDetector, reply: str
+    ) -> None:
+        verdict = grade(
+            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
+        )
+        assert verdict.status == "not_applicable"
+        assert "no sentence" in verdict.detail
+
+    def test_no_reply_is_an_error(self, detector: LangidDetector) -> None:
+        verdict = grade(
+            "reply.language", None, CriterionContext(language_detector=detector), language="nl"
+        )
+        assert (verdict.status, verdict.detail) == ("error", "no reply")
+
+    def test_no_detector_is_an_error(self) -> None:
+        verdict = grade("reply.language", DUTCH_REPLIES[0], language="nl")
+        assert verdict.status == "error"
+        assert "no language detector" in verdict.detail
+
+    def test_a_language_the_detector_cannot_detect_is_an_error(
+        self, detector: LangidDetector
+    ) -> None:
+        ctx = CriterionContext(language_detector=detector)
+        verdict = grade("reply.language", DUTCH_REPLIES[0], ctx, language="fy")
+        assert verdict.status == "error"
+        assert "cannot detect 'fy'" in verdict.detail
+
+    @pytest.mark.parametrize(
+        "params",
+        [{}, {"language": "NL"}, {"language": "dutch"}, {"language": "nl", "min_share": 1.5}],
+    )
+    def test_invalid_parameters_are_refused(self, params: dict[str, Any]) -> None:
+        assert "reply.language" in params_error("reply.language", **params)
+
+
+class TestContains:
+    REPLY = "De bezwaartermijn is zes weken (art. 6:7 Awb)."
+
+    def test_passes_when_every_pattern_matches(self) -> None:
+        verdict = grade(
+            "reply.contains",
+            self.REPLY,
+            substrings=["ZES WEKEN", "awb"],
+            regex=[r"art\. 6:7\b", r"BEZWAAR\w+"],
+        )
+        assert (verdict.status, verdict.detail) == ("pass", "all 4 pattern(s) matched")
+        assert verdict.version == "1"
+
+    def test_fails_and_names_what_is_missing(self) -> None:
+        verdict = grade(
+            "reply.contains", self.REPLY, substrings=["zes weken", "acht weken"], regex=[r"6:8"]
+        )
+        assert verdict.status == "fail"
+        assert verdict.detail == "2 of 3 missing: substring 'acht weken', regex '6:8'"
+
+    def test_case_sensitive(self) -> None:
+        for kind in ("reply.contains", "reply.not_contains"):
+            substring = grade(kind, self.REPLY, substrings=["awb"], case_sensitive=True)
+            pattern = grade(kind, self.REPLY, regex=["ZES"], case_sensitive=True)
+            assert (substring.status, pattern.status) == (
+                ("fail", "fail") if kind == "reply.contains" else ("pass", "pass")
+            )
+
+    def test_not_contains_passes_when_nothing_matches(self) -> None:
+        verdict = grade("reply.not_contains", self.REPLY, substrings=["acht weken"], regex=["6:8"])
+        assert (verdict.status, verdict.detail) == ("pass", "none of 2 pattern(s) matched")
+        assert verdict.version == "1"
+
+    def test_not_contains_fails_and_names_what_matched(self) -> None:
+        verdict = grade(
+            "reply.not_contains",
+            self.REPLY,
+            substrings=["acht weken", "Zes Weken"],
+            regex=[r"\d:7"],
+        )
+        assert verdict.status == "fail"
+        assert verdict.detail == "2 of 3 found: substring 'Zes Weken', regex '\\\\d:7'"
+
+    @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
+    def test_no_reply_is_an_error(self, kind: str) -> None:
+        verdict = grade(kind, None, substrings=["zes"])
+        assert (verdict.status, verdict.detail) == ("error", "no reply")
+
+    @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({}, "at least one pattern"),
+            ({"substrings": [], "regex": []}, "at least one pattern"),
+            ({"substrings": [""]}, "empty substring"),
+            ({"regex": ["(unclosed"]}, "invalid regular expression"),
+            ({"substring": ["typo"]}, "substring"),
+        ],
+    )
+    def test_invalid_parameters_are_refused(
+        self, kind: str, params: dict[str, Any], message: str
+    ) -> None:
+        assert message in params_error(kind, **params)
+
+    def test_an_invalid_regex_stops_the_project_at_load(self, tmp_path: Path) -> None:
+        (tmp_path / "project.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": "demo",
+                    "system": {"base_url": "http://127.0.0.1:9/"},
+                    "suites": [{"name": "kern", "files": "suites/*.yaml"}],
+                }
+            ),
+            encoding="utf-8",
+        )
+        (tmp_path / "suites").mkdir()
+        suite = tmp_path / "suites" / "kern.yaml"
+        suite.write_text(
+            yaml.safe_dump(
+                {
+                    "suite": "kern",
+                    "cases": [
+                        {
+                            "id": "kern-007",
+                            "input": "Hoe lang is de bezwaartermijn?",
+                            "criteria": [{"kind": "reply.contains", "regex": ["zes (weken"]}],
+                        }
+                    ],
+                }
+            ),
+            encoding="utf-8",
+        )
+        with pytest.raises(CriterionParamsError) as raised:
+            load(tmp_path / "project.yaml")
+        message = str(raised.value)
+        assert str(suite) in message
+        assert "case 'kern-007'" in message
+        assert "invalid regular expression 'zes (weken'" in message
+
+
+class TestMaxLength:
+    @pytest.mark.parametrize(
+        ("reply", "maximum", "status", "detail"),
+        [
+            ("Zes weken.", 10, "pass", "10 characters (max 10)"),
+            ("Zes weken.", 9, "fail", "10 characters (max 9)"),
+            ("één 👍", 5, "pass", "5 characters (max 5)"),
+            ("", 0, "pass", "0 characters (max 0)"),
+        ],
+    )
+    def test_counts_unicode_characters(
+        self, reply: str, maximum: int, status: str, detail: str
+    ) -> None:
+        verdict = grade("reply.max_length", reply, max=maximum)
+        assert (verdict.status, verdict.detail) == (status, detail)
+        assert verdict.version == "1"
+
+    def test_no_reply_is_an_error(self) -> None:
+        verdict = grade("reply.max_length", None, max=10)
+        assert (verdict.status, verdict.detail) == ("error", "no reply")
+
+    @pytest.mark.parametrize("params", [{}, {"max": -1}, {"max": "veel"}])
+    def test_invalid_parameters_are_refused(self, params: dict[str, Any]) -> None:
+        assert "reply.max_length" in params_error("reply.max_length", **params)

@@ -1,0 +1,129 @@
+"""The run archive: streaming evidence, a cut last line, scorings, and resuming a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from soev_pipeline.core import Evidence
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.run import RunArchive, build_manifest, check_run_id, new_run_id
+from tests.conftest import write_project
+from tests.support.scripted_system import Reply, ScriptedSystem
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _evidence(case_id: str, attempt: int) -> Evidence:
+    now = datetime.now(UTC)
+    return Evidence(
+        case_id=case_id, suite="s", split="dev", attempt=attempt, started_at=now, finished_at=now
+    )
+
+
+def _archive(tmp_path: Path) -> RunArchive:
+    archive = RunArchive(tmp_path, "r1")
+    manifest = build_manifest(
+        run_id="r1", project="p", suites=["s"], split=None, k=1, cases=[], shas={}
+    )
+    archive.create(manifest)
+    return archive
+
+
+def test_run_ids() -> None:
+    assert check_run_id("nightly-20261129t020000z") == "nightly-20261129t020000z"
+    for bad in ("", "Upper", "a,b", "a|b", "-start", "a b", "x" * 200):
+        with pytest.raises(ProjectError):
+            check_run_id(bad)
+    first = new_run_id(datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=UTC))
+    assert first == "20260102t030405.006z" and check_run_id(first)
+    assert new_run_id(datetime(2026, 1, 2, 3, 4, 6, tzinfo=UTC)) > first
+
+
+def test_evidence_streams_and_a_cut_line_is_ignored(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    with archive.evidence_writer() as writer:
+        writer.append(_evidence("a", 0))
+        writer.append(_evidence("b", 0))
+    with archive.evidence_path.open("a", encoding="utf-8") as file:
+        file.write(_evidence("c", 0).model_dump_json()[:40])
+    assert [e.case_id for e in archive.iter_evidence()] == ["a", "b"]
+    assert archive.completed() == {("a", 0), ("b", 0)}
+    with archive.evidence_writer() as writer:
+        writer.append(_evidence("c", 0))
+    assert [e.case_id for e in archive.iter_evidence()] == ["a", "b", "c"]
+    lines = archive.evidence_path.read_text(encoding="utf-8").splitlines()
+    assert all(json.loads(line) for line in lines)
+
+
+def test_existing_run_is_not_overwritten(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    with pytest.raises(ProjectError, match="already exists"):
+        archive.create(archive.manifest())
+
+
+def test_scorings_are_kept(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    assert archive.latest_report() is None
+    first = archive.new_scoring()
+    (first / "report.json").write_text('{"n": 1}', encoding="utf-8")
+    second = archive.new_scoring()
+    assert [path.name for path in archive.scorings()] == ["0001", "0002"]
+    assert archive.latest_report() == {"n": 1}
+    (second / "report.json").write_text('{"n": 2}', encoding="utf-8")
+    assert archive.latest_report() == {"n": 2}
+
+
+def slow_script(text: str, history: list[str]) -> Reply:
+    time.sleep(0.15)
+    return Reply(f"Antwoord op {text}", refs=["BWBR0005537/artikel-6:7"])
+
+
+def test_resume_after_an_interrupted_run(tmp_path: Path) -> None:
+    """Ctrl-C archives what finished; --resume runs only the missing attempts, once each."""
+    with ScriptedSystem(slow_script) as system:
+        path = write_project(tmp_path / "p", system.url)
+        env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dh")}
+        command = [sys.executable, "-m", "soev_pipeline", "run", "--project", str(path)]
+        process = subprocess.Popen(
+            [*command, "--run-id", "cut", "--k", "3"],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        evidence = path.parent / "runs" / "cut" / "evidence.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if evidence.exists() and len(evidence.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert "resume with: soev-evals run --resume cut" in err
+        archive = RunArchive(path.parent / "runs", "cut")
+        before = archive.completed()
+        assert 3 <= len(before) < 18
+        texts_before = len(system.texts)
+
+        resumed = subprocess.run(
+            [*command, "--resume", "cut"], env=env, cwd=REPO, capture_output=True, text=True
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        pairs = [(e.case_id, e.attempt) for e in archive.iter_evidence()]
+        assert len(pairs) == len(set(pairs)) == 18
+        assert set(pairs) >= before
+        # the resumed run asked the system for the missing attempts only (kern-002 has 2 turns)
+        missing = set(pairs) - before
+        asked = len(system.texts) - texts_before
+        assert asked == len(missing) + sum(1 for case, _ in missing if case == "kern-002")

@@ -1,0 +1,155 @@
+"""Dutch personal identifiers: each kind found with its check, and a near miss for each."""
+
+from __future__ import annotations
+
+import pytest
+
+from soev_pipeline.text import (
+    IDENTIFIER_KINDS,
+    SIDECODES,
+    IdentifierKind,
+    find_identifiers,
+    mask,
+)
+
+
+def found(text: str, kinds: tuple[IdentifierKind, ...] = IDENTIFIER_KINDS) -> list[tuple[str, str]]:
+    return [(identifier.kind, identifier.value) for identifier in find_identifiers(text, kinds)]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("Mijn BSN is 111222333.", "bsn", "111222333"),
+        ("Nummer 123456782 staat op de brief.", "bsn", "123456782"),
+        ("Burgerservicenummer: 1112.22.333", "bsn", "1112.22.333"),
+        ("Mijn bsn is 11122304.", "bsn", "11122304"),
+        ("Maak het over op NL91ABNA0417164300.", "iban", "NL91ABNA0417164300"),
+        ("Rekening NL91 ABNA 0417 1643 00 BV, ten name van mij.", "iban", "NL91 ABNA 0417 1643 00"),
+        (
+            "Een Duitse rekening: DE89 3704 0044 0532 0130 00.",
+            "iban",
+            "DE89 3704 0044 0532 0130 00",
+        ),
+        (
+            "Mail naar jan.de-vries+werk@voorbeeld.nl voor info.",
+            "email",
+            "jan.de-vries+werk@voorbeeld.nl",
+        ),
+        ("Bel me op 06-12345678.", "nl_phone", "06-12345678"),
+        ("Bel me op +31 (0)20 123 4567.", "nl_phone", "+31 (0)20 123 4567"),
+        ("Bel me op 0031 6 1234 5678.", "nl_phone", "0031 6 1234 5678"),
+        ("Mijn nummer is +31 612345678.", "nl_phone", "+31 612345678"),
+        ("Ik woon op 2511 CV in Den Haag.", "postcode", "2511 CV"),
+        ("Postcode 2511CV.", "postcode", "2511CV"),
+        ("Ik ben geboren op 12-03-1985.", "birthdate", "12-03-1985"),
+        ("Geboortedatum: 12 maart 1985.", "birthdate", "12 maart 1985"),
+        ("Geb. 1985-03-12 te Utrecht.", "birthdate", "1985-03-12"),
+        ("Date of birth 29 Feb 1988.", "birthdate", "29 Feb 1988"),
+        ("Mijn paspoortnummer is XR1001R58.", "id_number", "XR1001R58"),
+        ("Het documentnummer van mijn ID-kaart: IZ12AB345.", "id_number", "IZ12AB345"),
+        ("Mijn auto heeft GB-12-34 als nummer.", "license_plate", "GB-12-34"),
+        ("De auto 12-BGT-3 stond fout.", "license_plate", "12-BGT-3"),
+        ("De auto met kenteken GBX12T stond fout.", "license_plate", "GBX12T"),
+    ],
+)
+def test_each_kind_is_found(text: str, kind: str, value: str) -> None:
+    assert found(text) == [(kind, value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mijn BSN is 123456789.",
+        "Rekening NL91ABNA0417164301.",
+        "Rekening NL91 ABNA 0417 1643 01.",
+        "Mail naar jan.devries@ of @voorbeeld.nl.",
+        "Bel 06-1234567 of 112.",
+        "Bel het Juridisch Loket op 0900-8020, gratis 0800-0123 of de gemeente op 14 020.",
+        "Postcode 2511 SA of 0511 CV.",
+        "Het vonnis is van 12-03-1985.",
+        "Ik ben geboren op 31-02-1985.",
+        "Mijn paspoortnummer is XR1O01R58.",
+        "De code XR1001R58 staat in de brief.",
+        "Het nummer AE-12-34 en SS-12-34 en KKK-12-B.",
+        "De code GBX12T staat in de brief.",
+        "Zie art. 6:162 BW, BWBR0005537/artikel-6:7 en ECLI:NL:HR:2019:1234.",
+        "Kamerstukken II 2019/20, 35 300 VI, nr. 4; Stb. 2021, 123.",
+    ],
+)
+def test_near_misses_are_not_identifiers(text: str) -> None:
+    assert found(text) == []
+
+
+def test_a_bsn_keyword_in_the_previous_sentence_does_not_count() -> None:
+    assert found("Uw BSN staat op de brief. Kenmerk 11122304 graag vermelden.") == []
+
+
+def test_a_birth_keyword_in_the_previous_sentence_does_not_count() -> None:
+    text = "Ik ben geboren op 12-03-1985. Het vonnis is van 14-06-2019."
+    assert found(text) == [("birthdate", "12-03-1985")]
+
+
+def test_iban_and_bsn_digits_are_never_read_as_phone_numbers() -> None:
+    text = "IBAN NL91 ABNA 0417 1643 00, BSN 111222333, tel 020-1234567."
+    assert found(text, ("nl_phone",)) == [("nl_phone", "020-1234567")]
+    assert found(text) == [
+        ("iban", "NL91 ABNA 0417 1643 00"),
+        ("bsn", "111222333"),
+        ("nl_phone", "020-1234567"),
+    ]
+
+
+def test_a_claimed_span_does_not_hide_a_phone_number_next_to_it() -> None:
+    # Read as one run of digits, the phone number and the BSN are no valid number at all.
+    assert found("Tel 020 123 4567 111222333") == [
+        ("nl_phone", "020 123 4567"),
+        ("bsn", "111222333"),
+    ]
+
+
+def test_only_the_asked_kinds_are_returned_in_text_order() -> None:
+    text = "Mail a@b.nl, postcode 2511 CV, BSN 111222333."
+    assert found(text, ("bsn", "postcode")) == [("postcode", "2511 CV"), ("bsn", "111222333")]
+
+
+def test_a_foreign_phone_number_is_not_a_dutch_one() -> None:
+    assert found("Call +44 20 7946 0958.") == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "masked"),
+    [
+        ("bsn", "111222333", "1112*****"),
+        ("bsn", "1112.22.333", "1112*****"),
+        ("iban", "NL91 ABNA 0417 1643 00", "NL91****4300"),
+        ("email", "jan@voorbeeld.nl", "j***@***.nl"),
+        ("nl_phone", "06-12345678", "061*****78"),
+        ("postcode", "2511 CV", "25****"),
+        ("birthdate", "12 maart 1985", "** maart ****"),
+        ("id_number", "XR1001R58", "XR*******"),
+        ("license_plate", "GB-12-34", "GB-**-**"),
+    ],
+)
+def test_mask_hides_most_of_the_value(kind: IdentifierKind, value: str, masked: str) -> None:
+    assert mask(kind, value) == masked
+
+
+def test_every_found_identifier_masks_its_value() -> None:
+    identifier = find_identifiers("BSN 111222333")[0]
+    assert identifier.masked() == "1112*****"
+    assert "111222333" not in identifier.masked()
+
+
+def test_the_sidecode_table_has_fourteen_codes() -> None:
+    assert len(SIDECODES) == 14
+    assert len(set(SIDECODES)) == 14
+
+
+@pytest.mark.parametrize(
+    "plate",
+    ["GB-12-34", "12-34-GB", "12-GB-34", "GB-12-TX", "GB-TX-12", "12-GB-TX", "12-GBT-3",
+     "1-GBT-12", "GB-123-T", "G-123-TX", "GBT-12-X", "G-12-BTX", "1-GB-123", "123-GB-1"],
+)  # fmt: skip
+def test_each_sidecode_is_found(plate: str) -> None:
+    assert found(f"De auto {plate} stond fout.") == [("license_plate", plate)]
