@@ -1,9 +1,180 @@
-"""Placeholder for the reply criterion family; its kinds are being written."""
+"""Rules on the text of the final reply: its language, what it holds, its length."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from .registry import Builtin
+from pydantic import Field, field_validator, model_validator
 
-KINDS: list[Builtin[Any]] = []
+from soev_pipeline.core.errors import LanguageDetectionError
+from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
+from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.text import letter_words, split_sentences
+
+from .registry import Builtin
+from .verdicts import error, not_applicable, outcome
+
+MIN_WORDS = 3
+"""A sentence with fewer words of letters than this gives no evidence of its language."""
+
+_SHOWN = 3
+_SHORTEN = 60
+
+
+class LanguageParams(FrozenModel):
+    """`language`: the ISO 639-1 code the reply must be in; `min_share`: the share needed."""
+
+    language: str = Field(pattern=r"^[a-z]{2}$")
+    min_share: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class ContainsParams(FrozenModel):
+    """The patterns of `reply.contains` and `reply.not_contains`.
+
+    At least one pattern is required: a criterion without patterns would pass or fail
+    every reply whatever it says, which is always a mistake in the suite.
+    """
+
+    substrings: tuple[str, ...] = ()
+    regex: tuple[str, ...] = ()
+    case_sensitive: bool = False
+
+    @field_validator("substrings")
+    @classmethod
+    def _nonempty_substrings(cls, substrings: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not substring for substring in substrings):
+            raise ValueError("an empty substring matches every reply")
+        return substrings
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _some_pattern(self) -> ContainsParams:
+        if not self.substrings and not self.regex:
+            raise ValueError("give at least one pattern in substrings or regex")
+        return self
+
+
+class MaxLengthParams(FrozenModel):
+    """`max`: the most Unicode characters (code points) the reply may have."""
+
+    max: int = Field(ge=0)
+
+
+async def language(
+    case: Case, evidence: Evidence, *, params: LanguageParams, ctx: CriterionContext
+) -> Verdict:
+    """Pass when at least `min_share` of the detectable sentences are in `language`.
+
+    A sentence with fewer than three words of letters, or one the detector finds no
+    language in (numbers, identifiers, citations), does not count either way.
+    """
+    if evidence.reply is None:
+        return error("no reply")
+    detector = ctx.language_detector
+    if detector is None:
+        return error("no language detector is configured")
+    known = getattr(detector, "languages", None)
+    if isinstance(known, frozenset | set) and params.language not in known:
+        return error(f"the language detector cannot detect {params.language!r}")
+    detected: list[tuple[str, str]] = []
+    skipped = 0
+    for sentence in split_sentences(evidence.reply):
+        if len(letter_words(sentence)) < MIN_WORDS:
+            skipped += 1
+            continue
+        try:
+            detected.append((sentence, detector.detect(sentence)))
+        except LanguageDetectionError:
+            skipped += 1
+    if not detected:
+        return not_applicable(
+            f"no sentence of the reply has {MIN_WORDS} or more words to detect a language in"
+            f" ({skipped} too short or not language)"
+        )
+    others = [(sentence, code) for sentence, code in detected if code != params.language]
+    inside = len(detected) - len(others)
+    share = inside / len(detected)
+    detail = f"{inside}/{len(detected)} sentences in {params.language} ({share:.2f})"
+    if skipped:
+        detail += f"; {skipped} not counted"
+    if others:
+        shown = "; ".join(f"[{code}] {_shorten(sentence)!r}" for sentence, code in others[:_SHOWN])
+        more = f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""
+        detail += f"; not {params.language}: {shown}{more}"
+    return outcome(passed=share >= params.min_share, detail=detail)
+
+
+async def contains(
+    case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
+) -> Verdict:
+    """Pass when every substring and every regex matches the reply."""
+    if evidence.reply is None:
+        return error("no reply")
+    matched, missed = _match(evidence.reply, params)
+    if missed:
+        total = len(matched) + len(missed)
+        return outcome(
+            passed=False, detail=f"{len(missed)} of {total} missing: {', '.join(missed)}"
+        )
+    return outcome(passed=True, detail=f"all {len(matched)} pattern(s) matched")
+
+
+async def not_contains(
+    case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
+) -> Verdict:
+    """Pass when no substring and no regex matches the reply."""
+    if evidence.reply is None:
+        return error("no reply")
+    matched, missed = _match(evidence.reply, params)
+    if matched:
+        total = len(matched) + len(missed)
+        return outcome(
+            passed=False, detail=f"{len(matched)} of {total} found: {', '.join(matched)}"
+        )
+    return outcome(passed=True, detail=f"none of {len(missed)} pattern(s) matched")
+
+
+async def max_length(
+    case: Case, evidence: Evidence, *, params: MaxLengthParams, ctx: CriterionContext
+) -> Verdict:
+    """Pass when the reply has at most `max` Unicode code points."""
+    if evidence.reply is None:
+        return error("no reply")
+    length = len(evidence.reply)
+    return outcome(passed=length <= params.max, detail=f"{length} characters (max {params.max})")
+
+
+def _match(reply: str, params: ContainsParams) -> tuple[list[str], list[str]]:
+    """Split the patterns of `params` into those that match `reply` and those that miss."""
+    matched: list[str] = []
+    missed: list[str] = []
+    folded = reply if params.case_sensitive else reply.casefold()
+    for substring in params.substrings:
+        needle = substring if params.case_sensitive else substring.casefold()
+        (matched if needle in folded else missed).append(f"substring {substring!r}")
+    flags = 0 if params.case_sensitive else re.IGNORECASE
+    for pattern in params.regex:
+        (matched if re.search(pattern, reply, flags) else missed).append(f"regex {pattern!r}")
+    return matched, missed
+
+
+def _shorten(sentence: str) -> str:
+    return sentence if len(sentence) <= _SHORTEN else sentence[: _SHORTEN - 1] + "…"
+
+
+KINDS: list[Builtin[Any]] = [
+    Builtin("reply.language", LanguageParams, language, version="1"),
+    Builtin("reply.contains", ContainsParams, contains, version="1"),
+    Builtin("reply.not_contains", ContainsParams, not_contains, version="1"),
+    Builtin("reply.max_length", MaxLengthParams, max_length, version="1"),
+]

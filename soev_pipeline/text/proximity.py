@@ -1,0 +1,23 @@
+"""Whether a keyword stands just before a place in a text, in the same sentence."""
+
+from __future__ import annotations
+
+import re
+
+# A sentence ends at "!", "?", a line break, or a period before a capital ("geb. 12-03"
+# and "o.a. de" go on).
+_SENTENCE_END = re.compile(r"[!?\n]|\.\s+(?=[A-Z])")
+
+
+def near(text: str, start: int, keywords: re.Pattern[str], reach: int = 40) -> bool:
+    """Say whether `keywords` match in the `reach` characters before `start`.
+
+    Kinds that look like many ordinary tokens (a date, an 8-digit number, a document
+    number) count as personal data only when the same sentence says what they are just
+    before them, so the window stops at the end of the previous sentence.
+    """
+    window = text[max(0, start - reach) : start]
+    ends = list(_SENTENCE_END.finditer(window))
+    if ends:
+        window = window[ends[-1].end() :]
+    return keywords.search(window) is not None
