@@ -43,6 +43,12 @@ class EvaluateConfig(dg.Config):
     resume: bool = False
 
 
+class ReportConfig(dg.Config):
+    """The runtime whose tracker an evaluate run publishes its report to."""
+
+    runtime: str | None = None
+
+
 class GradeConfig(dg.Config):
     """How the verdicts are graded: `offline` answers judge criteria from the cache only."""
 
@@ -129,10 +135,10 @@ def build_evidence_asset(suites: dg.AssetsDefinition) -> dg.AssetsDefinition:
         split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
         selection = RunSelection(tuple(config.suites), split, config.k)
         runtime = config.runtime or loaded.project.runtime
+        provider = project.runtime(runtime)
         prepared = prepare_run(
             loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
         )
-        provider = project.runtime(runtime)
 
         async def attempt() -> Any:
             async with provider.open(loaded, operation="run") as bindings:
@@ -236,10 +242,14 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     op_tags={"soev/op": "aggregate"},
     description="Aggregates per suite, split and criterion; pass@k; the previous run's deltas.",
 )
-def report(project: SoevProject, verdicts: Path) -> dg.Output[dict[str, Any]]:
-    """Aggregate the latest scoring into the run's report."""
+def report(
+    context: dg.AssetExecutionContext, config: ReportConfig, project: SoevProject, verdicts: Path
+) -> dg.Output[dict[str, Any]]:
+    """Aggregate the latest scoring into the run's report; an evaluate run also publishes it."""
     archive = RunArchive(project.runs, verdicts.parent.parent.name)
     built = aggregate_run(archive, verdicts, write=False)
+    if context.job_name == "evaluate":
+        asyncio.run(_publish(project, config.runtime, archive, built))
     metadata: dict[str, Any] = {}
     for name, figures in built["suites"].items():
         metadata[f"pass_rate/{name}"] = _rate(figures["pass_rate"])
@@ -259,6 +269,19 @@ def report(project: SoevProject, verdicts: Path) -> dg.Output[dict[str, Any]]:
         metadata["regressions"] = len(previous["regressions"])
         metadata["improvements"] = len(previous["improvements"])
     return dg.Output(built, metadata=metadata)
+
+
+async def _publish(
+    project: SoevProject, runtime: str | None, archive: RunArchive, built: dict[str, Any]
+) -> None:
+    """Give the public report to the runtime's tracker, when it has one."""
+    loaded = project.load()
+    provider = project.runtime(runtime or loaded.project.runtime)
+    async with provider.open(loaded, operation="run") as bindings:
+        if bindings.tracker is not None:
+            manifest = archive.manifest().model_dump(mode="json")
+            public = {key: value for key, value in manifest.items() if key != "cases"}
+            await bindings.tracker.publish(manifest=public, report=built)
 
 
 def _criteria_table(criteria: dict[str, dict[str, int]]) -> str:

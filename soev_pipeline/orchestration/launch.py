@@ -94,6 +94,7 @@ def evaluate(
             "ops": {
                 "evidence": {"config": config},
                 "verdicts": {"config": {"offline": False, "runtime": runtime}},
+                "report": {"config": {"runtime": runtime}},
             },
         }
         return defs.resolve_job_def(EVALUATE).execute_in_process(

@@ -1,0 +1,47 @@
+# soev-pipeline: `make help` lists the targets.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test ui lint format typecheck bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@touch $@
+
+install: $(STAMP) ## create .venv with the locked dependencies and the package
+
+demo: $(STAMP) ## run the demo evaluation offline against the bundled reference assistant
+	$(BIN)/python scripts/demo.py
+
+test: $(STAMP) ## run the tests
+	$(BIN)/python -m pytest
+
+ui: $(STAMP) ## open the demo project in the Dagster UI (with the reference assistant running)
+	$(BIN)/python scripts/ui.py
+
+lint: $(STAMP) ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## format the code with ruff
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: $(STAMP) ## mypy strict on the package
+	$(BIN)/mypy
+
+bench: $(STAMP) ## print the grading and throughput benchmarks
+	$(BIN)/python bench/grade.py
+	$(BIN)/python bench/throughput.py
+
+clean: ## remove the virtualenv, caches and the demo's runs
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/demo/runs examples/demo/.soev

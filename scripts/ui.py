@@ -1,0 +1,48 @@
+"""`make ui`: open a project (default: the demo) in the Dagster UI.
+
+Starts the reference assistant so that runs launched from the UI have a system to talk
+to, points `DAGSTER_HOME` at the instance the CLI uses for the project (so runs started
+with `soev-evals run` show here), and runs `dagster dev -w workspace.yaml`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from reference import reference_assistant  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    project = Path(os.environ.get("SOEV_PROJECT") or ROOT / "examples" / "demo" / "project.yaml")
+    project = project.resolve()
+    runs = Path(os.environ.get("SOEV_RUNS_DIR") or project.parent / "runs").resolve()
+    home = Path(os.environ.get("DAGSTER_HOME") or runs.parent / ".soev" / "dagster").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    dagster = Path(sys.executable).with_name("dagster")
+    with reference_assistant() as url:
+        env = {
+            **os.environ,
+            "SOEV_DEMO_URL": url,
+            "SOEV_PROJECT": str(project),
+            "DAGSTER_HOME": str(home),
+        }
+        print(f"reference assistant at {url}; Dagster instance in {home}", file=sys.stderr)
+        command = [str(dagster), "dev", "-w", str(ROOT / "workspace.yaml"), *sys.argv[1:]]
+        try:
+            return subprocess.call(command, env=env, cwd=ROOT)
+        except KeyboardInterrupt:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
