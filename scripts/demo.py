@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from reference import reference_assistant  # noqa: E402
+from reference import reference_assistant
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "examples" / "demo" / "project.yaml"

@@ -12,7 +12,13 @@ from contextlib import contextmanager
 def reference_assistant(*options: str) -> Iterator[str]:
     """Run `soev-evals serve-reference` on a free port; yield its URL; stop it afterwards."""
     command: Sequence[str] = [
-        sys.executable, "-m", "soev_pipeline", "serve-reference", "--port", "0", *options
+        sys.executable,
+        "-m",
+        "soev_pipeline",
+        "serve-reference",
+        "--port",
+        "0",
+        *options,
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:

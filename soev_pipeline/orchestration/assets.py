@@ -4,7 +4,6 @@ Each asset calls one function of `soev_pipeline.run.service`. Metadata shows agg
 and dev case ids only; test cases never appear here.
 """
 
-
 import asyncio
 from collections.abc import Sequence
 from contextlib import AsyncExitStack

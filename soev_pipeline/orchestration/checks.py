@@ -1,6 +1,5 @@
 """Asset checks: which verdict partitions were graded with prompts that changed since."""
 
-
 import dagster as dg
 
 VERDICTS = dg.AssetKey("verdicts")

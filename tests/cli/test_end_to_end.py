@@ -42,7 +42,10 @@ def test_run_report_rescore_seal(
     assert {v["kind"]: v["status"] for v in failed["verdicts"]}["run.no_failure"] == "fail"
     assert set(failed["verdicts"][0]) == {"kind", "status", "detail", "weight", "gate"}
     assert report["criteria"]["run.no_failure"] == {
-        "pass": 4, "fail": 1, "error": 0, "not_applicable": 0
+        "pass": 4,
+        "fail": 1,
+        "error": 0,
+        "not_applicable": 0,
     }
     privacy = {case["case_id"]: case for case in report["cases"] if case["suite"] == "privacy"}
     usage = privacy["priv-001"]["attempts"][0]["verdicts"][0]
@@ -87,20 +90,18 @@ def test_resume_refuses_changed_cases(
     assert _run(capsys, "run", "--project", str(project_path), "--run-id", "r3")[0] == 0
     kern = project_path.parent / "suites" / "kern" / "kern.yaml"
     kern.write_text(kern.read_text().replace("max: 100", "max: 101"), encoding="utf-8")
-    status, out, err = _run(capsys, "run", "--project", str(project_path), "--resume", "r3")
+    status, _out, err = _run(capsys, "run", "--project", str(project_path), "--resume", "r3")
     assert status == 1
     assert "cannot be resumed" in err and "kern-001" in err
     assert "kern-t01" not in err and SECRET not in err
     assert len(err.strip().splitlines()) == 1
 
 
-def test_unreachable_system_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_unreachable_system_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tests.conftest import write_project
 
     path = write_project(tmp_path / "p", "http://127.0.0.1:9/")
-    status, out, err = _run(capsys, "run", "--project", str(path))
+    status, _out, err = _run(capsys, "run", "--project", str(path))
     assert status == 1
     assert "system.base_url: cannot reach http://127.0.0.1:9/" in err
     assert len(err.strip().splitlines()) == 1
@@ -117,11 +118,11 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_bad_run_id(project_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = _run(capsys, "run", "--project", str(project_path), "--run-id", "Bad,Id")
+    status, _out, err = _run(capsys, "run", "--project", str(project_path), "--run-id", "Bad,Id")
     assert status == 1
     assert "run id 'Bad,Id' is not valid" in err
 
 
 def test_report_of_missing_run(project_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = _run(capsys, "report", "nope", "--project", str(project_path))
+    status, _out, err = _run(capsys, "report", "nope", "--project", str(project_path))
     assert status == 1 and "no run 'nope'" in err

@@ -87,13 +87,13 @@ def test_missing_project_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_suite_declares_another_suite(path: Path) -> None:
     _edit_yaml(_kern(path), lambda data: data.update(suite="privacy"))
-    with pytest.raises(ProjectError, match="declares suite 'privacy'.*'kern'"):
+    with pytest.raises(ProjectError, match=r"declares suite 'privacy'.*'kern'"):
         load(path)
 
 
 def test_suite_without_files(path: Path) -> None:
     _kern(path).unlink()
-    with pytest.raises(SuiteError, match="suite 'kern': no file matches 'suites/kern/\\*.yaml'"):
+    with pytest.raises(SuiteError, match=r"suite 'kern': no file matches 'suites/kern/\*.yaml'"):
         load(path)
 
 
@@ -113,7 +113,7 @@ def test_unknown_case_key(path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_bad_field_value(path: Path) -> None:
     _edit_yaml(_kern(path), lambda data: data["cases"][0].update(behaviour="weigeren"))
-    with pytest.raises(SuiteError, match="case 'kern-001': behaviour: Input should be"):
+    with pytest.raises(SuiteError, match=r"case 'kern-001': behaviour: Input should be"):
         load(path)
 
 
@@ -130,7 +130,8 @@ def test_duplicate_case_id(path: Path) -> None:
         path.parent / "suites" / "privacy.yaml",
         lambda data: data["cases"][0].update(id="kern-001"),
     )
-    with pytest.raises(ProjectError, match="case or variant id 'kern-001' is not unique") as raised:
+    unique = r"case or variant id 'kern-001' is not unique"
+    with pytest.raises(ProjectError, match=unique) as raised:
         load(path)
     assert "privacy.yaml" in str(raised.value) and "kern.yaml" in str(raised.value)
 
@@ -140,13 +141,15 @@ def test_duplicate_test_case_id_is_not_named(path: Path) -> None:
         path.parent / "suites" / "privacy.yaml",
         lambda data: data["cases"][1].update(id="kern-t01"),
     )
-    with pytest.raises(ProjectError, match="a test case or variant id is not unique") as raised:
+    with pytest.raises(ProjectError, match=r"a test case or variant id is not unique") as raised:
         load(path)
     assert "kern-t01" not in str(raised.value)
 
 
 def test_unknown_criterion_kind(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _edit_yaml(_kern(path), lambda data: data["cases"][0]["criteria"][0].update(kind="usage.max_token"))
+    _edit_yaml(
+        _kern(path), lambda data: data["cases"][0]["criteria"][0].update(kind="usage.max_token")
+    )
     with pytest.raises(UnknownCriterionError) as raised:
         load(path)
     message = str(raised.value)
@@ -157,13 +160,13 @@ def test_unknown_criterion_kind(path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_bad_criterion_parameter(path: Path) -> None:
     _edit_yaml(_kern(path), lambda data: data["cases"][0]["criteria"][0].update(max="veel"))
-    with pytest.raises(CriterionParamsError, match="case 'kern-001': criteria\\[0\\]: .*'max'"):
+    with pytest.raises(CriterionParamsError, match=r"case 'kern-001': criteria\[0\]: .*'max'"):
         load(path)
 
 
 def test_unknown_criterion_parameter(path: Path) -> None:
     _edit_yaml(_kern(path), lambda data: data["criteria"][0].update(strict=True))
-    with pytest.raises(CriterionParamsError, match="shared by the file.*'strict'"):
+    with pytest.raises(CriterionParamsError, match=r"shared by the file.*'strict'"):
         load(path)
 
 
@@ -172,11 +175,11 @@ def test_unknown_message_code(path: Path) -> None:
         path.parent / "suites" / "privacy.yaml",
         lambda data: data["cases"][0].update(message="weigering"),
     )
-    with pytest.raises(SuiteError, match="case 'priv-001': message: 'weigering' is not a project"):
+    with pytest.raises(SuiteError, match=r"case 'priv-001': message: 'weigering' is not a project"):
         load(path)
 
 
-HOOKS = '''
+HOOKS = """
 from soev_pipeline.core import FrozenModel
 from soev_pipeline.criteria import Builtin, outcome
 
@@ -190,7 +193,7 @@ async def has_word(case, evidence, *, params, ctx):
 
 
 CRITERIA = [Builtin(NAME, Params, has_word)]
-'''
+"""
 
 
 def test_hooks_add_kinds(path: Path) -> None:
@@ -198,7 +201,9 @@ def test_hooks_add_kinds(path: Path) -> None:
         HOOKS.replace("NAME", "'custom.word'") + "\nSETUP = None\n", encoding="utf-8"
     )
     _edit_yaml(path, lambda data: data.update(hooks="hooks"))
-    _edit_yaml(_kern(path), lambda data: data["cases"][0]["criteria"].append({"kind": "custom.word"}))
+    _edit_yaml(
+        _kern(path), lambda data: data["cases"][0]["criteria"].append({"kind": "custom.word"})
+    )
     loaded = load(path)
     assert "custom.word" in loaded.registry
     assert loaded.setup is None
@@ -209,7 +214,7 @@ def test_hooks_duplicate_kind(path: Path) -> None:
         HOOKS.replace("NAME", "'run.no_failure'"), encoding="utf-8"
     )
     _edit_yaml(path, lambda data: data.update(hooks="hooks"))
-    with pytest.raises(DuplicateCriterionError, match="'run.no_failure' is already registered"):
+    with pytest.raises(DuplicateCriterionError, match=r"'run.no_failure' is already registered"):
         load(path)
 
 
@@ -224,13 +229,13 @@ def test_corpus_errors(path: Path) -> None:
     corpus = path.parent / "corpus.jsonl"
     _edit_yaml(path, lambda data: data.update(corpus="corpus.jsonl"))
     corpus.write_text('{"id": "A", "text": "x"}\nnot json\n', encoding="utf-8")
-    with pytest.raises(ProjectError, match="corpus.jsonl: line 2: not valid JSON"):
+    with pytest.raises(ProjectError, match=r"corpus.jsonl: line 2: not valid JSON"):
         load(path)
     corpus.write_text('{"id": "A", "text": "x"}\n{"id": "A", "text": "y"}\n', encoding="utf-8")
-    with pytest.raises(ProjectError, match="line 2: duplicate unit id 'A'"):
+    with pytest.raises(ProjectError, match=r"line 2: duplicate unit id 'A'"):
         load(path)
     corpus.write_text('{"id": "A", "text": "x", "wet": "Awb"}\n', encoding="utf-8")
-    with pytest.raises(ProjectError, match="line 1: unknown field 'wet'"):
+    with pytest.raises(ProjectError, match=r"line 1: unknown field 'wet'"):
         load(path)
 
 
@@ -290,7 +295,7 @@ def test_unsealed_additions(path: Path, capsys: pytest.CaptureFixture[str]) -> N
     write_seal(path.parent, _tests(path), append=False)
     new = {"id": "kern-t02", "split": "test", "input": "Nieuwe geheime vraag"}
     _edit_yaml(_kern(path), lambda data: data["cases"].append(new))
-    with pytest.raises(ProjectError, match="1 test case is not sealed") as raised:
+    with pytest.raises(ProjectError, match=r"1 test case is not sealed") as raised:
         load(path)
     assert "kern-t02" not in str(raised.value)
     load(path, allow_test_additions=True)

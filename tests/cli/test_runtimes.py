@@ -11,7 +11,7 @@ from soev_pipeline.cli import ProjectError, main
 from soev_pipeline.cli.runtimes import BuiltinRuntime, resolve_runtime
 from tests.support.scripted_system import ScriptedSystem
 
-RUNTIME = '''
+RUNTIME = """
 import json
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +31,7 @@ class Runtime:
     async def open(self, loaded, *, operation):
         async with BuiltinRuntime().open(loaded, operation=operation) as bindings:
             yield RuntimeBindings(arm=bindings.arm, judge=bindings.judge, tracker=Tracker())
-'''
+"""
 
 
 def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *names: str) -> Path:
@@ -58,16 +58,14 @@ def test_builtin_is_registered_and_default() -> None:
 
 
 def test_unknown_runtime() -> None:
-    with pytest.raises(ProjectError, match="runtime 'nope': no entry point.*known: builtin"):
+    with pytest.raises(ProjectError, match=r"runtime 'nope': no entry point.*known: builtin"):
         resolve_runtime("nope")
 
 
 def test_duplicate_runtime_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _install(tmp_path, monkeypatch, "twice", "twice")
-    monkeypatch.setattr(
-        "soev_pipeline.cli.runtimes.entry_points", _distinct_entry_points(tmp_path)
-    )
-    with pytest.raises(ProjectError, match="runtime 'twice': 2 entry points"):
+    monkeypatch.setattr("soev_pipeline.cli.runtimes.entry_points", _distinct_entry_points(tmp_path))
+    with pytest.raises(ProjectError, match=r"runtime 'twice': 2 entry points"):
         resolve_runtime("twice")
 
 

@@ -30,8 +30,12 @@ def _add_rubric(project_path: Path) -> Path:
     kern = project_path.parent / "suites" / "kern" / "kern.yaml"
     data = yaml.safe_load(kern.read_text(encoding="utf-8"))
     data["criteria"].append(
-        {"kind": "rubric.judge", "rubric": "rubrics/helder.md", "labels": ["goed", "slecht"],
-         "pass_labels": ["goed"]}
+        {
+            "kind": "rubric.judge",
+            "rubric": "rubrics/helder.md",
+            "labels": ["goed", "slecht"],
+            "pass_labels": ["goed"],
+        }
     )
     kern.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     return rubric
@@ -115,9 +119,11 @@ def test_changed_rubric_makes_verdicts_stale(project_path: Path, system: Scripte
         assert _evaluate(defs, instance, "s1").success
         fresh = get_stale_status_resolver(instance, list(defs.assets or []))
         assert fresh.get_status(key, "s1") == StaleStatus.FRESH
-        check = defs.resolve_job_def("rescore").execute_in_process(
-            instance=instance, partition_key="s1"
-        ).get_asset_check_evaluations()
+        check = (
+            defs.resolve_job_def("rescore")
+            .execute_in_process(instance=instance, partition_key="s1")
+            .get_asset_check_evaluations()
+        )
         assert check and all(evaluation.passed for evaluation in check)
 
         rubric.write_text("Is het antwoord helder en volledig?\n", encoding="utf-8")
@@ -130,9 +136,7 @@ def test_changed_rubric_makes_verdicts_stale(project_path: Path, system: Scripte
         assert _evaluate(changed, instance, "s2").success
         evaluations = [
             evaluation
-            for event in instance.get_records_for_run(
-                instance.get_runs(limit=1)[0].run_id
-            ).records
+            for event in instance.get_records_for_run(instance.get_runs(limit=1)[0].run_id).records
             if (evaluation := _check_evaluation(event)) is not None
         ]
         assert evaluations and not evaluations[-1].passed

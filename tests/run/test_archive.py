@@ -66,7 +66,7 @@ def test_evidence_streams_and_a_cut_line_is_ignored(tmp_path: Path) -> None:
 
 def test_existing_run_is_not_overwritten(tmp_path: Path) -> None:
     archive = _archive(tmp_path)
-    with pytest.raises(ProjectError, match="already exists"):
+    with pytest.raises(ProjectError, match=r"already exists"):
         archive.create(archive.manifest())
 
 
@@ -108,7 +108,7 @@ def test_resume_after_an_interrupted_run(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        _out, err = process.communicate(timeout=60)
         assert process.returncode == 130, err
         assert "resume with: soev-evals run --resume cut" in err
         archive = RunArchive(path.parent / "runs", "cut")
