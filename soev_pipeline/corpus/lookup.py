@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from soev_pipeline.core.errors import ProjectError
+
+from .index import QuoteIndex
+from .mentions import MentionIndex
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,7 @@ class CorpusLookup:
 
     units: Mapping[str, CorpusUnit]
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def from_units(cls, units: Iterable[CorpusUnit]) -> CorpusLookup:
@@ -54,11 +61,40 @@ class CorpusLookup:
     def get(self, unit_id: str) -> CorpusUnit | None:
         return self.units.get(unit_id)
 
-    def cached(self, name: str, build: Any) -> Any:
-        """Return the index called `name`, building it with `build()` the first time."""
-        if name not in self._cache:
-            self._cache[name] = build()
-        return self._cache[name]
+    def cached(self, name: str, build: Callable[[], T]) -> T:
+        """Return the index called `name`, building it with `build()` the first time.
+
+        The lookup keeps the index for as long as it lives, so every attempt that a
+        command grades shares it; a lock keeps two threads from building it twice.
+        Indexes stay in memory: they are not pickled with the lookup.
+        """
+        with self._lock:
+            if name not in self._cache:
+                self._cache[name] = build()
+            index: T = self._cache[name]
+            return index
+
+    def quote_index(self) -> QuoteIndex:
+        """The index that finds the unit holding a quote (`citations.quotes_verbatim`)."""
+        return self.cached("quotes", lambda: QuoteIndex.build(list(self.units.values())))
+
+    def mention_index(self) -> MentionIndex:
+        """The (law, article) index of `citations.mentions_in_corpus`."""
+        return self.cached("mentions", lambda: MentionIndex.build(self.units.values()))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the units only: an index holds hashes of this process, so it is rebuilt."""
+        return {"units": self.units}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.units = state["units"]
+        self._cache = {}
+        self._lock = threading.RLock()
+
+    def warm(self) -> None:
+        """Build every index now, so that the cost lands before grading, not on an attempt."""
+        self.quote_index()
+        self.mention_index()
 
 
 _FIELDS = {"id", "text", "law", "aliases", "article"}

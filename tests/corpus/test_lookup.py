@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,14 @@ def test_warm_builds_both_indexes_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert corpus.mention_index().find_mentions("artikel 1 Wet A")[0]
     corpus.warm()
     assert counts == {"quotes": 1, "mentions": 1}
+
+
+def test_a_pickled_lookup_leaves_its_indexes_behind() -> None:
+    """Index keys are hashes of one process; another process must build its own."""
+    corpus = CorpusLookup.from_units([CorpusUnit("X/artikel-1", "een twee", law="Wet A")])
+    corpus.warm()
+    copy = pickle.loads(pickle.dumps(corpus))
+    assert copy.units == corpus.units
+    assert copy._cache == {}
+    assert copy.quote_index().find("een twee") == "X/artikel-1"
+    assert copy.quote_index() is not corpus.quote_index()

@@ -37,6 +37,13 @@ def resolved(corpus: CorpusLookup, text: str) -> list[tuple[str, str | None]]:
         ("Zie art.6:162 BW", [("6:162", "BWBR0005289/artikel-6:162")]),
         ("artikel 6:7 lid 1 onder a Awb", [("6:7", "BWBR0005537/artikel-6:7")]),
         ("artikel 8:1, aanhef en onder b, Awb", [("8:1", "BWBR0005537/artikel-8:1")]),
+        ("artikel 6:7, leden 1 en 2, Awb", [("6:7", "BWBR0005537/artikel-6:7")]),
+        ("zie artikel 6:7 (Awb)", [("6:7", "BWBR0005537/artikel-6:7")]),
+        ("Zie art. 6:162 B.W. hierover.", [("6:162", "BWBR0005289/artikel-6:162")]),
+        (
+            "artikel 6:7 tot en met 6:9 Awb",
+            [("6:7", "BWBR0005537/artikel-6:7"), ("6:9", None)],
+        ),
     ],
 )
 def test_phrasings_resolve(
@@ -102,6 +109,12 @@ def test_a_reference_without_a_law_is_only_counted(corpus: CorpusLookup, text: s
 )
 def test_text_without_references(corpus: CorpusLookup, text: str) -> None:
     assert corpus.mention_index().find_mentions(text) == ([], 0)
+
+
+def test_dotted_labels() -> None:
+    index = MentionIndex.build([CorpusUnit("O/artikel-5.1", "t", law="Omgevingswet")])
+    [mention] = index.find_mentions("Zie art. 5.1, tweede lid, van de Omgevingswet.")[0]
+    assert (mention.article, index.resolve(mention)) == ("5.1", "O/artikel-5.1")
 
 
 def test_label_from_the_id_when_the_unit_has_no_article(corpus: CorpusLookup) -> None:

@@ -172,7 +172,7 @@ def test_required_not_applicable_without_required_sources() -> None:
 
 def test_required_fails_without_a_reply() -> None:
     verdict = grade("citations.required", make_evidence(None), make_case([[AWB_67]]))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
 # citations.forbidden
@@ -200,13 +200,13 @@ def test_forbidden_passes_without_a_forbidden_citation() -> None:
         "citations.forbidden", make_evidence(citations=("BWBR0005537/artikel-6:70",)), case
     )
     assert verdict.status == "pass"
-    assert verdict.detail == "none of 1 cited ids matches the 1 forbidden sources"
+    assert verdict.detail == "none of 1 cited id matches 1 forbidden source"
 
 
 def test_forbidden_not_applicable_and_no_reply() -> None:
     assert grade("citations.forbidden", make_evidence()).status == "not_applicable"
     verdict = grade("citations.forbidden", make_evidence(None), make_case(forbidden=[AWB_67]))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
 # citations.in_corpus
@@ -214,7 +214,7 @@ def test_forbidden_not_applicable_and_no_reply() -> None:
 
 def test_in_corpus_passes_for_corpus_ids() -> None:
     verdict = grade("citations.in_corpus", make_evidence(citations=(AWB_67, BW_6162, AWB_67)))
-    assert (verdict.status, verdict.detail) == ("pass", "all 2 cited ids are in the corpus")
+    assert (verdict.status, verdict.detail) == ("pass", "every cited id (2) is in the corpus")
 
 
 def test_in_corpus_is_exact_a_lid_of_a_corpus_article_is_not_in_it() -> None:
@@ -233,7 +233,7 @@ def test_in_corpus_error_not_applicable_and_no_reply() -> None:
     assert grade("citations.in_corpus", make_evidence()).status == "not_applicable"
     assert grade("citations.in_corpus", make_evidence(), ctx=NO_CORPUS).status == "not_applicable"
     verdict = grade("citations.in_corpus", make_evidence(None))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
 # citations.unseen
@@ -255,7 +255,7 @@ def test_unseen_lists_ids_without_a_source_role() -> None:
 def test_unseen_always_passes() -> None:
     case = make_case([[AWB_67]])
     assert grade("citations.unseen", make_evidence(citations=(AWB_67,)), case).detail == (
-        "each of 1 cited ids has a source role"
+        "every cited id (1) has a source role"
     )
     assert grade("citations.unseen", make_evidence(), case).detail == "the reply cites nothing"
     verdict = grade("citations.unseen", make_evidence(None), case)
@@ -319,7 +319,7 @@ def test_quotes_verbatim_not_applicable_error_and_no_reply() -> None:
     assert verdict.status == "error"
     assert "no corpus" in verdict.detail
     verdict = grade("citations.quotes_verbatim", make_evidence(None))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
 def test_the_quote_index_is_built_once_for_all_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -359,8 +359,7 @@ def test_mentions_in_corpus_counts_references_without_a_law() -> None:
     reply = "Artikel 6:8 van de Awb. Artikel 6:7 bepaalt verder de lengte."
     verdict = grade("citations.mentions_in_corpus", make_evidence(reply))
     assert verdict.detail == (
-        "each of 1 article mentions resolves to a unit; "
-        "1 references name no law and are not checked"
+        "every article mention (1) resolves to a corpus unit; 1 reference without a law not checked"
     )
 
 
@@ -386,4 +385,4 @@ def test_mentions_in_corpus_not_applicable_error_and_no_reply() -> None:
     )
     assert verdict.status == "error"
     verdict = grade("citations.mentions_in_corpus", make_evidence(None))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")

@@ -67,7 +67,7 @@ def test_passes_when_lids_cite_the_same_articles() -> None:
     verdict = grade(make_case(), evidence)
     assert (verdict.status, verdict.detail) == (
         "pass",
-        "2 variants cite the same 2 articles as the base",
+        "every variant (2) cites the same 2 articles as the base",
     )
     assert (verdict.kind, verdict.version) == ("compare.same_citations", "1")
     assert "compare.same_citations" in builtin_registry()
@@ -91,7 +91,7 @@ def test_a_variant_without_reply_or_evidence_differs() -> None:
 def test_not_applicable_without_variants_and_fail_without_reply() -> None:
     assert grade(make_case(0), make_evidence((AWB_67,))).status == "not_applicable"
     verdict = grade(make_case(), make_evidence((), (), (), reply=None))
-    assert (verdict.status, verdict.detail) == ("fail", "no reply")
+    assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
 def test_nothing_cited_anywhere_is_the_same() -> None:

@@ -1,0 +1,218 @@
+"""The quote index: which corpus unit holds a quoted span, without scanning the corpus.
+
+A corpus holds tens of thousands of units and hundreds of MB of text, and a run grades
+thousands of replies, so a quote is never searched unit by unit. The index maps every
+word and every pair of adjacent words of the normalized corpus text to the units that
+hold it: an inverted index in three numpy arrays, about 4 bytes per distinct term of a
+unit and 16 bytes per distinct term of the corpus. The terms of a quote give one or a
+few candidate units, and only those are searched for the quote itself.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from array import array
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from .lookup import CorpusUnit
+
+_WORD = re.compile(r"\w+")
+_ELLIPSIS = re.compile(r"\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,}")
+_EDGE = " .,;:!?'\"()[]-"
+_TYPOGRAPHY = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u00b4`", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+        **dict.fromkeys("\u00ad\u200b\u200c\u200d\u2060\ufeff", None),
+    }
+)
+
+IntArray = npt.NDArray[np.int64]
+
+
+def normalize_text(text: str) -> str:
+    """Normalize `text` for verbatim comparison.
+
+    Differences that a reader does not see as a different wording are removed: Unicode
+    compatibility forms (NFKC: a non-breaking space is a space, `…` is `...`), typographic
+    quotes and dashes (`’` is `'`, `“` is `"`, `–` and `—` are `-`), soft hyphens and
+    zero-width characters, letter case, and runs of whitespace (one space).
+    """
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold().split())
+
+
+def quote_fragments(quote: str) -> tuple[str, ...]:
+    """The normalized fragments of a quoted span, in order.
+
+    An ellipsis (`...`, `…`, `[...]`, `(...)`) marks left-out text, so it splits the quote
+    into fragments. Punctuation and spaces at the edges of a fragment are dropped (a
+    quote often takes the sentence's full stop along), and fragments without a letter or
+    digit are left out.
+    """
+    pieces = (piece.strip(_EDGE) for piece in _ELLIPSIS.split(normalize_text(quote)))
+    return tuple(piece for piece in pieces if _WORD.search(piece))
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _find_bounded(text: str, fragment: str, start: int) -> int:
+    """Where `fragment` first occurs in `text` from `start` on word boundaries, or -1.
+
+    A boundary is needed only where the fragment's own edge is a letter or digit: a
+    fragment that ends in `-` may run on into a word.
+    """
+    head, tail = _is_word(fragment[0]), _is_word(fragment[-1])
+    while (at := text.find(fragment, start)) >= 0:
+        end = at + len(fragment)
+        if not (head and at > 0 and _is_word(text[at - 1])) and not (
+            tail and end < len(text) and _is_word(text[end])
+        ):
+            return at
+        start = at + 1
+    return -1
+
+
+def holds(text: str, fragments: Sequence[str]) -> bool:
+    """Whether the normalized `text` holds `fragments` in order, each on word boundaries."""
+    at = 0
+    for fragment in fragments:
+        found = _find_bounded(text, fragment, at)
+        if found < 0:
+            return False
+        at = found + len(fragment)
+    return True
+
+
+def _terms(tokens: Sequence[str]) -> set[int]:
+    """The hashes of the words of `tokens` and of each pair of adjacent words."""
+    terms = set(map(hash, tokens))
+    terms.update(map(hash, pairwise(tokens)))
+    return terms
+
+
+def _query_terms(fragment: str) -> set[int]:
+    """The hashes that a unit holding `fragment` must have: its word pairs, or its one word."""
+    tokens = _WORD.findall(fragment)
+    if len(tokens) == 1:
+        return {hash(tokens[0])}
+    return set(map(hash, pairwise(tokens)))
+
+
+class QuoteIndex:
+    """Finds the corpus unit that holds a quote.
+
+    A quote is held by a unit when each of its fragments occurs in the unit's normalized
+    text (`normalize_text`), in order, starting and ending on word boundaries: a quote
+    that cuts a word in two (`"zes wek"`) is not verbatim. The words of a held fragment
+    are then whole, adjacent words of the unit, which is what the index looks up: every
+    word, and every pair of adjacent words, of every unit. Pairs matter: a quote made of
+    common words (a paraphrase) has common words, but rarely common pairs.
+
+    Build it once per corpus with `QuoteIndex.build` (the corpus lookup does this through
+    `CorpusLookup.quote_index`); `find` then costs a few array look-ups and a check of
+    the text of one or a few units.
+    """
+
+    def __init__(
+        self,
+        units: Sequence[CorpusUnit],
+        keys: IntArray,
+        starts: IntArray,
+        postings: npt.NDArray[np.int32],
+        hash_mask: int,
+    ) -> None:
+        self._units = units
+        self._keys = keys
+        self._starts = starts
+        self._postings = postings
+        self._hash_mask = hash_mask
+
+    @classmethod
+    def build(cls, units: Sequence[CorpusUnit]) -> QuoteIndex:
+        """Index the words and word pairs of every unit of `units`, in one pass.
+
+        Each (term, unit) pair is packed into one 63-bit integer: the low bits hold the
+        unit's position, the high bits a hash of the term. One in-place sort of those
+        integers groups the units of each term, in unit order. Two terms with the same
+        hash share a key: that only adds candidates, and `find` checks every candidate
+        against the text, so it stays exact.
+        """
+        unit_bits = max(1, (len(units) - 1).bit_length())
+        hash_mask = (1 << (63 - unit_bits)) - 1
+        terms = array("q")
+        counts = array("q")
+        for unit in units:
+            found = _terms(_WORD.findall(normalize_text(unit.text)))
+            terms.extend(found)
+            counts.append(len(found))
+        pairs = np.frombuffer(terms, dtype=np.int64) if terms else np.zeros(0, np.int64)
+        owners = np.repeat(np.arange(len(units), dtype=np.int32), np.frombuffer(counts, np.int64))
+        pairs &= hash_mask
+        pairs <<= unit_bits
+        pairs |= owners
+        del owners
+        pairs.sort()
+        if len(pairs) > 1:
+            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+        postings = (pairs & ((1 << unit_bits) - 1)).astype(np.int32)
+        terms_of_pairs = pairs >> unit_bits
+        del pairs, terms
+        boundaries = np.flatnonzero(np.diff(terms_of_pairs)) + 1
+        starts = np.concatenate(([0], boundaries, [len(terms_of_pairs)])).astype(np.int64)
+        keys = terms_of_pairs[starts[:-1]] if len(terms_of_pairs) else np.zeros(0, np.int64)
+        return cls(list(units), np.ascontiguousarray(keys), starts, postings, hash_mask)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory of the index arrays, in bytes (the unit texts are shared with the lookup)."""
+        return int(self._keys.nbytes + self._starts.nbytes + self._postings.nbytes)
+
+    def _units_with(self, term: int) -> npt.NDArray[np.int32]:
+        key = term & self._hash_mask
+        index = int(self._keys.searchsorted(key))
+        if index == len(self._keys) or int(self._keys[index]) != key:
+            return self._postings[:0]
+        return self._postings[self._starts[index] : self._starts[index + 1]]
+
+    def candidates(self, fragments: Sequence[str]) -> list[int]:
+        """The positions of the units that hold every term of `fragments`, in unit order.
+
+        The shortest list of units comes first; intersecting one more list (a binary
+        search per candidate) costs far less than checking one more candidate's text, so
+        intersection goes on until one candidate is left.
+        """
+        terms = set().union(*(_query_terms(fragment) for fragment in fragments))
+        lists = sorted((self._units_with(term) for term in terms), key=len)
+        if not lists or not len(lists[0]):
+            return []
+        found = lists[0]
+        for other in lists[1:]:
+            if len(found) <= 1:
+                break
+            at = other.searchsorted(found)
+            at[at == len(other)] = 0
+            found = found[other[at] == found]
+            if not len(found):
+                return []
+        return [int(position) for position in found]
+
+    def find(self, quote: str) -> str | None:
+        """The id of a unit that holds `quote`, or None; a quote without words finds nothing."""
+        fragments = quote_fragments(quote)
+        if not fragments:
+            return None
+        for position in self.candidates(fragments):
+            unit = self._units[position]
+            if holds(normalize_text(unit.text), fragments):
+                return unit.id
+        return None
