@@ -149,13 +149,12 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
-    from soev_pipeline.reference import serve
+    from soev_pipeline.reference.command import main as serve
 
-    serve(
-        host=args.host,
-        port=args.port,
-        latency_s=args.latency_ms / 1000,
-        failure_rate=args.failure_rate,
-        seed=args.seed,
-    )
-    return 0
+    argv = ["--host", args.host, "--port", str(args.port), "--latency-ms", args.latency_ms]
+    argv += ["--failure-rate", args.failure_rate, "--seed", args.seed]
+    if args.corpus:
+        argv += ["--corpus", args.corpus]
+    if args.token_env:
+        argv += ["--token-env", args.token_env]
+    return serve(argv)

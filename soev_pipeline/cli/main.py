@@ -90,13 +90,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_project(seal)
 
     serve = commands.add_parser(
-        "serve-reference", help="serve the bundled reference assistant (soev thread API)"
+        "serve-reference",
+        help="serve the bundled reference assistant (soev thread API)",
+        description="Serve the bundled reference assistant; prints its URL once it listens.",
     )
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--latency-ms", type=float, default=0.0, metavar="MS")
-    serve.add_argument("--failure-rate", type=float, default=0.0, metavar="P")
-    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    serve.add_argument("--latency-ms", default="0", metavar="MS", help="time per turn")
+    serve.add_argument("--failure-rate", default="0", metavar="P", help="chance a turn fails")
+    serve.add_argument("--seed", default="0", help="seed of the failure draws")
+    serve.add_argument("--corpus", metavar="PATH", help="a corpus lookup file (JSON Lines)")
+    serve.add_argument("--token-env", metavar="NAME", help="require this variable's bearer token")
     return parser
 
 

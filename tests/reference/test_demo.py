@@ -1,0 +1,192 @@
+"""The demo project: it loads, covers every rule kind, and grades the reference assistant."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from soev_pipeline.cli import load, main
+from soev_pipeline.core import Case, CriterionContext, Evidence
+from soev_pipeline.corpus import load_corpus
+from soev_pipeline.criteria import builtin_registry
+from soev_pipeline.reference import ReferenceServer
+
+DEMO = Path(__file__).parents[2] / "examples" / "demo"
+
+RULE_KINDS = {
+    "reply.language",
+    "reply.contains",
+    "reply.not_contains",
+    "reply.max_length",
+    "privacy.none",
+    "behaviour.message",
+    "refusal.code",
+    "citations.required",
+    "citations.forbidden",
+    "citations.in_corpus",
+    "citations.unseen",
+    "citations.quotes_verbatim",
+    "citations.mentions_in_corpus",
+    "compare.same_citations",
+    "usage.max_tokens",
+    "usage.max_seconds",
+    "run.no_failure",
+}
+JUDGE_KINDS = {
+    "behaviour.expected",
+    "privacy.names",
+    "nuggets.coverage",
+    "rubric.judge",
+    "compare.equivalent",
+}
+
+_MISSING = sorted(RULE_KINDS - set(builtin_registry()))
+needs_kinds = pytest.mark.skipif(
+    bool(_MISSING), reason=f"criterion kinds not registered yet: {', '.join(_MISSING)}"
+)
+
+# The dev cases the demo's suite files say fail, and the criteria that fail them.
+EXPECTED_FAILURES = {
+    "kern-006": {"citations.required", "demo.names_article"},
+    "kern-011": {"citations.required", "citations.forbidden", "demo.names_article"},
+    "kern-014": {"reply.max_length"},
+    "kern-021": {"reply.contains"},
+    "privacy-005": {"refusal.code", "citations.required"},
+    "scope-004": {"behaviour.message", "refusal.code"},
+    "scope-011": {"citations.required", "citations.forbidden"},
+    "scope-012": {"usage.max_tokens"},
+}
+
+
+@needs_kinds
+def test_the_demo_loads_and_uses_every_rule_kind_and_no_judge_kind() -> None:
+    loaded = load(DEMO / "project.yaml")
+
+    assert [suite.name for suite in loaded.suites] == ["kern", "privacy", "scope"]
+    cases = list(loaded.cases())
+    assert 28 <= len(cases) <= 40
+    tests = [case for case in cases if case.split == "test"]
+    assert 3 <= len(tests) < len(cases) / 4
+    kinds = {spec.kind for case in cases for spec in case.criteria}
+    assert kinds >= RULE_KINDS | {"demo.names_article"}
+    assert not kinds & JUDGE_KINDS
+    assert loaded.project.judge is None
+    assert set(loaded.project.messages) == {"privacy", "out_of_scope"}
+    assert loaded.context.corpus is not None
+    assert any(len(case.turns) > 1 for case in cases)
+    assert any(case.variants for case in cases)
+
+
+@needs_kinds
+def test_the_demo_finds_its_system_through_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SOEV_DEMO_URL", raising=False)
+    default = load(DEMO / "project.yaml", definitions=False)
+    monkeypatch.setenv("SOEV_DEMO_URL", "http://127.0.0.1:40123/")
+    chosen = load(DEMO / "project.yaml", definitions=False)
+
+    assert default.project.system.url == "http://127.0.0.1:8765/"
+    assert chosen.project.system.url == "http://127.0.0.1:40123/"
+
+
+@needs_kinds
+def test_the_demo_run_fails_the_cases_its_suites_say_fail(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = str(tmp_path / "runs")
+    with ReferenceServer() as server:
+        monkeypatch.setenv("SOEV_DEMO_URL", server.url)
+        status = main(["run", "--project", str(DEMO / "project.yaml"), "--runs-dir", runs])
+        _, err = capsys.readouterr()
+        assert status == 0, err
+    assert server.counters.threads_opened == server.counters.threads_deleted > 30
+
+    run_id = next(path.name for path in Path(runs).iterdir() if path.is_dir())
+    report_argv = ["report", run_id, "--json", "--project", str(DEMO / "project.yaml")]
+    assert main([*report_argv, "--runs-dir", runs]) == 0
+    report = json.loads(capsys.readouterr().out)
+
+    failed: dict[str, set[str]] = {}
+    for case in report["cases"]:
+        (attempt,) = case["attempts"]
+        if not attempt["passed"]:
+            failing = {v["kind"] for v in attempt["verdicts"] if v["status"] in {"fail", "error"}}
+            failed[case["case_id"]] = failing
+    assert failed == EXPECTED_FAILURES
+    assert set(report["suites"]) == {"kern", "privacy", "scope"}
+    assert all(counts["error"] == 0 for counts in report["criteria"].values())
+
+
+def _hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("demo_hooks_under_test", DEMO / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _case(**fields: Any) -> Case:
+    return Case.model_validate({"id": "c-1", "suite": "kern", "input": "Vraag?", **fields})
+
+
+def _evidence(reply: str | None) -> Evidence:
+    now = datetime.now(UTC)
+    return Evidence(
+        case_id="c-1",
+        suite="kern",
+        split="dev",
+        attempt=0,
+        reply=reply,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def _grade(case: Case, reply: str | None, **params: Any) -> str:
+    (kind,) = _hooks().CRITERIA
+    ctx = CriterionContext(corpus=load_corpus(DEMO / "corpus.jsonl"))
+    evaluation = kind.evaluate(case, _evidence(reply), params=kind.params_model(**params), ctx=ctx)
+    return str(asyncio.run(evaluation).status)
+
+
+@pytest.mark.parametrize(
+    ("reply", "params", "status"),
+    [
+        ('Volgens artikel 6:7 Awb: "De termijn ..."', {}, "pass"),
+        ("Zie artikel 6:7 van de Algemene wet bestuursrecht.", {}, "pass"),
+        ("Zie art. 6:7 Awb, eerste lid.", {}, "pass"),
+        ("Volgens artikel 6:7 is de termijn zes weken.", {}, "fail"),
+        ("Volgens artikel 6:7 is de termijn zes weken.", {"with_law": False}, "pass"),
+        ("Volgens artikel 6:71 Awb geldt iets anders.", {}, "fail"),
+        ("De termijn is zes weken (Awb).", {}, "fail"),
+    ],
+)
+def test_names_article_reads_the_mention_in_the_reply(
+    reply: str, params: dict[str, Any], status: str
+) -> None:
+    case = _case(sources={"required": [["BWBR0005537/artikel-6:7/lid-1"]]})
+
+    assert _grade(case, reply, **params) == status
+
+
+def test_names_article_needs_each_required_group() -> None:
+    case = _case(sources={"required": ["BWBR0005537/artikel-6:7", "BWBR0005537/artikel-6:8"]})
+
+    assert _grade(case, "Zie artikel 6:7 Awb en artikel 6:8 Awb.") == "pass"
+    assert _grade(case, "Zie artikel 6:7 Awb.") == "fail"
+
+
+def test_names_article_without_sources_or_reply() -> None:
+    sourced = _case(sources={"required": ["BWBR0005537/artikel-6:7"]})
+
+    assert _grade(_case(), "Iets.") == "not_applicable"
+    assert _grade(sourced, None) == "error"
+    assert _grade(_case(sources={"required": ["BWBR0005537"]}), "x") == "error"
