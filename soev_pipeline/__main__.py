@@ -1,7 +1,5 @@
 """`python -m soev_pipeline`: the soev-evals command."""
 
-import sys
+from soev_pipeline.cli.main import run
 
-from soev_pipeline.cli.main import main
-
-sys.exit(main())
+run()

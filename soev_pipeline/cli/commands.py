@@ -14,7 +14,7 @@ from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.render import render_report
 from soev_pipeline.run.report import read_report
 
-from .loading import LoadedProject, load
+from .loading import LoadedProject, load, load_cached
 from .progress import TerminalProgress
 from .runtimes import BUILTIN
 from .sealing import SEAL_FILE, write_seal
@@ -52,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from soev_pipeline.orchestration import launch
 
     path = _project_path(args)
-    loaded = load(path)
+    loaded = load_cached(path)
     runs_dir = _runs_dir(args, loaded.path)
     if args.k < 1:
         raise ProjectError(f"--k must be at least 1, not {args.k}")
@@ -116,7 +116,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from soev_pipeline.orchestration import launch
 
     path = _project_path(args)
-    loaded = load(path)
+    loaded = load_cached(path)
     runs_dir = _runs_dir(args, loaded.path)
     archive = RunArchive(runs_dir, check_run_id(args.run))
     archive.manifest()

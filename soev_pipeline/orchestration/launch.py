@@ -14,6 +14,7 @@ from typing import Any
 
 import dagster as dg
 
+from soev_pipeline.cli.loading import load_cached
 from soev_pipeline.cli.runtimes import state_dir
 
 from .assets import runs_partitions
@@ -50,6 +51,25 @@ def project_instance(runs_dir: Path) -> Iterator[dg.DagsterInstance]:
             os.environ["DAGSTER_HOME"] = previous
 
 
+def _changed_suites(
+    instance: dg.DagsterInstance, project_path: Path, names: Sequence[str]
+) -> list[str]:
+    """The suites whose digest differs from their latest `suites` materialization."""
+    loaded = load_cached(project_path)
+    changed = []
+    for name in names:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("suites"), asset_partitions=[name]),
+            limit=1,
+        )
+        latest = result.records[0].asset_materialization if result.records else None
+        recorded = latest.metadata.get("digest") if latest is not None else None
+        digest = getattr(recorded, "value", recorded)
+        if digest != loaded.suite(name).digest():
+            changed.append(name)
+    return changed
+
+
 def _ensure_partition(instance: dg.DagsterInstance, run_id: str) -> None:
     name = runs_partitions.name or "runs"
     if not instance.has_dynamic_partition(name, run_id):
@@ -79,7 +99,7 @@ def evaluate(
         names = list(partitions.get_partition_keys()) if partitions is not None else []
     with project_instance(runs_dir) as instance:
         load_suites = defs.resolve_job_def(LOAD_SUITES)
-        for name in names:
+        for name in _changed_suites(instance, project_path, names):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
         _ensure_partition(instance, run_id)
         config = {

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
-from soev_pipeline.cli.loading import LoadedProject, load
+from soev_pipeline.cli.loading import LoadedProject, load_cached
 from soev_pipeline.cli.runtimes import RuntimeProvider, resolve_runtime, state_dir
 from soev_pipeline.run.progress import Progress
 
@@ -32,8 +31,9 @@ class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
     def state(self) -> Path:
         return state_dir(self.runs)
 
-    def load(self, **options: Any) -> LoadedProject:
-        return load(self.path, **options)
+    def load(self) -> LoadedProject:
+        """The loaded project; reloaded only when one of its files changed."""
+        return load_cached(self.path)
 
     def runtime(self, name: str | None) -> RuntimeProvider:
         return resolve_runtime(name, state=self.state)

@@ -1,0 +1,234 @@
+"""Is the harness ever the bottleneck between the user and their assistant?
+
+Starts the bundled reference assistant with a fixed latency, then runs the same attempts
+(a) through a bare httpx loop that does only the HTTP work of an attempt (open a thread,
+read its stream to the end of the turn, delete it) and (b) through `soev-evals run` on a
+generated project, in one process tree, and prints both wall times, their ratio, the
+attempt phase against the ideal latency × attempts / concurrency, the harness's CPU
+seconds per attempt and its peak memory.
+
+    python bench/throughput.py                     # the three scenarios below
+    python bench/throughput.py --scenario fast     # one of them
+    python bench/throughput.py --latency-ms 100 --concurrency 8 --attempts 200
+
+Scenarios and targets on a 2-core machine:
+- slow:   500 ms, concurrency 16, 400 attempts: attempt phase within 10% of the ideal
+- fast:    50 ms, concurrency 32, 2,000 attempts: harness wall within 1.3× of the bare loop
+- memory:   0 ms, concurrency 32, 20,000 attempts: peak memory under 400 MB
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import yaml
+
+SCENARIOS = {
+    "slow": (500.0, 16, 400),
+    "fast": (50.0, 32, 2000),
+    "memory": (0.0, 32, 20000),
+}
+QUESTIONS = [
+    "Binnen welke termijn moet ik bezwaar maken tegen een besluit?",
+    "Wanneer is iemand aansprakelijk voor een onrechtmatige daad?",
+    "Welke zorgplicht heeft een werkgever voor de veiligheid van werknemers?",
+    "Wat zegt de Grondwet over gelijke behandeling?",
+    "Wat is een besluit volgens de Algemene wet bestuursrecht?",
+    "Mag ik mijn mening vrij uiten volgens de Grondwet?",
+]
+
+
+@dataclass
+class Harness:
+    wall_s: float
+    attempt_phase_s: float
+    cpu_s: float
+    max_rss_mb: float
+    failed: int
+
+
+def start_assistant(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "soev_pipeline.reference", "--port", "0", "--latency-ms",
+         str(latency_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url.startswith("http://"):
+        raise SystemExit(f"the reference assistant did not start: {url!r}")
+    return process, url
+
+
+async def bare_loop(url: str, attempts: int, concurrency: int) -> float:
+    """The HTTP work of `attempts` one-turn attempts, and nothing else."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+        pending = iter(range(attempts))
+
+        async def worker() -> None:
+            for number in pending:
+                body = {"input": {"text": QUESTIONS[number % len(QUESTIONS)]}, "agent": "bench"}
+                headers = {"Accept": "text/event-stream"}
+                async with client.stream(
+                    "POST", "v1/chat/threads", json=body, headers=headers
+                ) as response:
+                    thread = response.headers["X-Soev-Thread-Id"]
+                    event = ""
+                    async for line in response.aiter_lines():
+                        if line.startswith("event:"):
+                            event = line[6:].strip()
+                        elif event == "status" and line.startswith("data:"):
+                            break
+                await client.delete(f"v1/chat/threads/{thread}")
+
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as group:
+            for _ in range(concurrency):
+                group.create_task(worker())
+        return time.perf_counter() - started
+
+
+def write_project(directory: Path, url: str, attempts: int, concurrency: int) -> Path:
+    suites = directory / "suites"
+    suites.mkdir(parents=True)
+    cases = [
+        {"id": f"bench-{number:05d}", "input": f"{QUESTIONS[number % len(QUESTIONS)]} ({number})"}
+        for number in range(attempts)
+    ]
+    suite = {
+        "suite": "bench",
+        "criteria": [
+            {"kind": "run.no_failure", "gate": True},
+            {"kind": "usage.max_tokens", "max": 5000},
+        ],
+        "cases": cases,
+    }
+    (suites / "bench.yaml").write_text(yaml.safe_dump(suite, allow_unicode=True), encoding="utf-8")
+    project = {
+        "name": "bench",
+        "system": {"base_url": url, "agent": "bench", "concurrency": concurrency,
+                   "timeout_s": 60},
+        "suites": [{"name": "bench", "files": "suites/*.yaml"}],
+    }
+    path = directory / "project.yaml"
+    path.write_text(yaml.safe_dump(project), encoding="utf-8")
+    return path
+
+
+def prepare_instance(home: Path) -> None:
+    """Create the project's Dagster instance, as a project's first run does once."""
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    code = "import dagster; dagster.DagsterInstance.get().dispose()"
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def run_harness(project: Path, run_id: str) -> Harness:
+    env = {**os.environ, "DAGSTER_HOME": str(project.parent / "dagster-home")}
+    command = [str(Path(sys.executable).with_name("soev-evals")), "run", "--project",
+               str(project), "--run-id", run_id]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"soev-evals run failed with status {status}")
+    first, last, failed = None, None, 0
+    with (project.parent / "runs" / run_id / "evidence.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            evidence = json.loads(line)
+            begun = datetime.fromisoformat(evidence["started_at"])
+            ended = datetime.fromisoformat(evidence["finished_at"])
+            first = begun if first is None or begun < first else first
+            last = ended if last is None or ended > last else last
+            failed += any(turn["failure"] for turn in evidence["turns"])
+    assert first is not None and last is not None
+    return Harness(
+        wall_s=wall,
+        attempt_phase_s=(last - first).total_seconds(),
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        max_rss_mb=usage.ru_maxrss / 1024,
+        failed=failed,
+    )
+
+
+def scenario(
+    name: str, latency_ms: float, concurrency: int, attempts: int, bare: bool, repeat: int
+) -> None:
+    """Run the bare loop and the harness `repeat` times each and print the medians."""
+    process, url = start_assistant(latency_ms)
+    bare_walls: list[float] = []
+    runs: list[Harness] = []
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            project = write_project(Path(folder), url, attempts, concurrency)
+            prepare_instance(project.parent / "dagster-home")
+            for number in range(repeat):
+                if bare:
+                    bare_walls.append(asyncio.run(bare_loop(url, attempts, concurrency)))
+                runs.append(run_harness(project, f"bench-{number}"))
+    finally:
+        process.terminate()
+        process.wait()
+    harness = sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
+    bare_s = statistics.median(bare_walls) if bare_walls else None
+    ideal = latency_ms / 1000 * attempts / concurrency
+    print(f"\n{name}: {attempts} attempts, latency {latency_ms:g} ms, concurrency {concurrency}"
+          f" (median of {repeat})")
+    if bare_s is not None:
+        print(f"  bare httpx loop wall        {bare_s:8.2f} s  ({attempts / bare_s:,.0f} attempts/s)")
+    print(f"  soev-evals run wall         {harness.wall_s:8.2f} s  (start-up, attempts, grading, report)")
+    if bare_s is not None:
+        print(f"  ratio run / bare            {harness.wall_s / bare_s:8.2f}")
+    print(f"  attempt phase               {harness.attempt_phase_s:8.2f} s  ({attempts / harness.attempt_phase_s:,.0f} attempts/s)")
+    if bare_s is not None:
+        print(f"  ratio attempt phase / bare  {harness.attempt_phase_s / bare_s:8.2f}")
+    if ideal > 0:
+        print(f"  ideal latency×n/concurrency {ideal:8.2f} s  (attempt phase {100 * (harness.attempt_phase_s / ideal - 1):+.1f}%)")
+    print(f"  harness CPU per attempt     {1000 * harness.cpu_s / attempts:8.2f} ms")
+    print(f"  harness peak memory         {harness.max_rss_mb:8.1f} MB")
+    print(f"  failed attempts             {harness.failed:8d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--latency-ms", type=float)
+    parser.add_argument("--concurrency", type=int)
+    parser.add_argument("--attempts", type=int)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (median)")
+    args = parser.parse_args()
+    if args.latency_ms is not None or args.concurrency or args.attempts:
+        latency, concurrency, attempts = SCENARIOS["fast"]
+        scenario(
+            "custom",
+            args.latency_ms if args.latency_ms is not None else latency,
+            args.concurrency or concurrency,
+            args.attempts or attempts,
+            bare=True,
+            repeat=args.repeat,
+        )
+        return
+    for name in SCENARIOS if args.scenario == "all" else [args.scenario]:
+        latency, concurrency, attempts = SCENARIOS[name]
+        repeat = 1 if name == "memory" else args.repeat
+        scenario(name, latency, concurrency, attempts, bare=name != "memory", repeat=repeat)
+
+
+if __name__ == "__main__":
+    main()
