@@ -61,8 +61,15 @@ class Harness:
 
 def start_assistant(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "soev_pipeline.reference", "--port", "0", "--latency-ms",
-         str(latency_ms)],
+        [
+            sys.executable,
+            "-m",
+            "soev_pipeline.reference",
+            "--port",
+            "0",
+            "--latency-ms",
+            str(latency_ms),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -120,8 +127,7 @@ def write_project(directory: Path, url: str, attempts: int, concurrency: int) ->
     (suites / "bench.yaml").write_text(yaml.safe_dump(suite, allow_unicode=True), encoding="utf-8")
     project = {
         "name": "bench",
-        "system": {"base_url": url, "agent": "bench", "concurrency": concurrency,
-                   "timeout_s": 60},
+        "system": {"base_url": url, "agent": "bench", "concurrency": concurrency, "timeout_s": 60},
         "suites": [{"name": "bench", "files": "suites/*.yaml"}],
     }
     path = directory / "project.yaml"
@@ -140,8 +146,14 @@ def prepare_instance(home: Path) -> None:
 
 def run_harness(project: Path, run_id: str) -> Harness:
     env = {**os.environ, "DAGSTER_HOME": str(project.parent / "dagster-home")}
-    command = [str(Path(sys.executable).with_name("soev-evals")), "run", "--project",
-               str(project), "--run-id", run_id]
+    command = [
+        str(Path(sys.executable).with_name("soev-evals")),
+        "run",
+        "--project",
+        str(project),
+        "--run-id",
+        run_id,
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -188,21 +200,31 @@ def scenario(
     harness = sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
     bare_s = statistics.median(bare_walls) if bare_walls else None
     ideal = latency_ms / 1000 * attempts / concurrency
-    print(f"\n{name}: {attempts} attempts, latency {latency_ms:g} ms, concurrency {concurrency}"
-          f" (median of {repeat})")
+    print(
+        f"\n{name}: {attempts} attempts, latency {latency_ms:g} ms, concurrency {concurrency}"
+        f" (median of {repeat})"
+    )
+
+    def line(label: str, value: str, note: str = "") -> None:
+        print(f"  {label:<28}{value:>9}  {note}".rstrip())
+
+    def rate(seconds: float) -> str:
+        return f"({attempts / seconds:,.0f} attempts/s)"
+
     if bare_s is not None:
-        print(f"  bare httpx loop wall        {bare_s:8.2f} s  ({attempts / bare_s:,.0f} attempts/s)")
-    print(f"  soev-evals run wall         {harness.wall_s:8.2f} s  (start-up, attempts, grading, report)")
+        line("bare httpx loop wall", f"{bare_s:.2f} s", rate(bare_s))
+    line("soev-evals run wall", f"{harness.wall_s:.2f} s", "(start-up, attempts, grading, report)")
     if bare_s is not None:
-        print(f"  ratio run / bare            {harness.wall_s / bare_s:8.2f}")
-    print(f"  attempt phase               {harness.attempt_phase_s:8.2f} s  ({attempts / harness.attempt_phase_s:,.0f} attempts/s)")
+        line("ratio run / bare", f"{harness.wall_s / bare_s:.2f}")
+    line("attempt phase", f"{harness.attempt_phase_s:.2f} s", rate(harness.attempt_phase_s))
     if bare_s is not None:
-        print(f"  ratio attempt phase / bare  {harness.attempt_phase_s / bare_s:8.2f}")
+        line("ratio attempt phase / bare", f"{harness.attempt_phase_s / bare_s:.2f}")
     if ideal > 0:
-        print(f"  ideal latency×n/concurrency {ideal:8.2f} s  (attempt phase {100 * (harness.attempt_phase_s / ideal - 1):+.1f}%)")
-    print(f"  harness CPU per attempt     {1000 * harness.cpu_s / attempts:8.2f} ms")
-    print(f"  harness peak memory         {harness.max_rss_mb:8.1f} MB")
-    print(f"  failed attempts             {harness.failed:8d}")
+        over = 100 * (harness.attempt_phase_s / ideal - 1)
+        line("ideal latency×n/concurrency", f"{ideal:.2f} s", f"(attempt phase {over:+.1f}%)")
+    line("harness CPU per attempt", f"{1000 * harness.cpu_s / attempts:.2f} ms")
+    line("harness peak memory", f"{harness.max_rss_mb:.1f} MB")
+    line("failed attempts", str(harness.failed))
 
 
 def main() -> None:
