@@ -60,23 +60,28 @@ def _rate(value: Any) -> float:
 
 
 def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
-    """The `suites` asset, partitioned by the project's suite names."""
+    """The `suites` asset (op `load`), partitioned by the project's suite names."""
 
-    @dg.asset(
-        name="suites",
-        partitions_def=dg.StaticPartitionsDefinition(list(suite_names)),
-        op_tags={"soev/op": "load"},
-        kinds={"yaml"},
-        description="The validated cases of one suite, and their digests.",
+    partitions = dg.StaticPartitionsDefinition(list(suite_names))
+
+    @dg.multi_asset(
+        name="load",
+        specs=[
+            dg.AssetSpec(
+                "suites",
+                kinds={"yaml"},
+                description="The validated cases of one suite, and their digests.",
+            )
+        ],
+        partitions_def=partitions,
     )
-    def suites(
-        context: dg.AssetExecutionContext, project: SoevProject
-    ) -> dg.MaterializeResult[None]:
+    def load(context: dg.AssetExecutionContext, project: SoevProject) -> dg.MaterializeResult[None]:
         loaded = project.load()
         suite = loaded.suite(context.partition_key)
         dev = [case for case in suite.cases if case.split == "dev"]
         test = len(suite.cases) - len(dev)
         return dg.MaterializeResult(
+            asset_key="suites",
             metadata={
                 "cases": len(suite.cases),
                 "dev_cases": len(dev),
@@ -92,90 +97,99 @@ def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
             data_version=dg.DataVersion(suite.digest()[:16]),
         )
 
-    return suites
+    return load
 
 
-@dg.asset(
-    op_tags={"soev/op": "load"},
-    kinds={"markdown"},
-    description="The judge prompts and rubrics the project uses, with their SHA-256.",
+@dg.multi_asset(
+    name="load_prompts",
+    specs=[
+        dg.AssetSpec(
+            "judge_prompts",
+            kinds={"markdown"},
+            description="The judge prompts and rubrics the project uses, with their SHA-256.",
+        )
+    ],
 )
 def judge_prompts(project: SoevProject) -> dg.MaterializeResult[None]:
     """Record the hashes of the judge prompts and rubrics; their digest is the data version."""
     shas = prompt_hashes(project.load())
     version = prompts_version(shas)
     return dg.MaterializeResult(
+        asset_key="judge_prompts",
         metadata={"prompts_version": version, **{name: sha for name, sha in shas.items()}},
         data_version=dg.DataVersion(version),
     )
 
 
-def build_evidence_asset(suites: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """The `evidence` asset: every attempt of a run, archived as it finishes."""
-
-    @dg.asset(
-        name="evidence",
-        partitions_def=runs_partitions,
-        deps=[dg.AssetDep(suites, partition_mapping=dg.AllPartitionMapping())],
-        io_manager_key=RUN_ASSETS_IO,
-        op_tags={"soev/op": "attempt"},
-        description="Every attempt's turns, replies, citations, usage and failures.",
+@dg.multi_asset(
+    name="attempt",
+    outs={
+        "evidence": dg.AssetOut(
+            io_manager_key=RUN_ASSETS_IO,
+            description="Every attempt's turns, replies, citations, usage and failures.",
+        )
+    },
+    partitions_def=runs_partitions,
+    deps=[dg.AssetDep("suites", partition_mapping=dg.AllPartitionMapping())],
+)
+def attempt(
+    context: dg.AssetExecutionContext,
+    config: EvaluateConfig,
+    project: SoevProject,
+    progress: dg.ResourceParam[Progress],
+) -> dg.Output[EvidenceRef]:
+    run_id = context.partition_key
+    loaded = project.load()
+    if config.split not in (None, "dev", "test"):
+        raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
+    split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
+    selection = RunSelection(tuple(config.suites), split, config.k)
+    runtime = config.runtime or loaded.project.runtime
+    provider = project.runtime(runtime)
+    prepared = prepare_run(
+        loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
     )
-    def evidence(
-        context: dg.AssetExecutionContext,
-        config: EvaluateConfig,
-        project: SoevProject,
-        progress: dg.ResourceParam[Progress],
-    ) -> dg.Output[EvidenceRef]:
-        run_id = context.partition_key
-        loaded = project.load()
-        if config.split not in (None, "dev", "test"):
-            raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
-        split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
-        selection = RunSelection(tuple(config.suites), split, config.k)
-        runtime = config.runtime or loaded.project.runtime
-        provider = project.runtime(runtime)
-        prepared = prepare_run(
-            loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
-        )
 
-        async def attempt() -> Any:
-            async with provider.open(loaded, operation="run") as bindings:
-                return await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
+    async def attempt() -> Any:
+        async with provider.open(loaded, operation="run") as bindings:
+            return await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
 
-        progress.phase(f"{len(prepared.plan)} attempts to run")
-        stats = asyncio.run(attempt())
-        manifest = prepared.manifest
-        return dg.Output(
-            EvidenceRef(run_id),
-            metadata={
-                "attempts": len(manifest.cases) * manifest.k,
-                "run_now": stats.finished,
-                "resumed_from": prepared.already_done,
-                "failed_attempts": stats.failed,
-                "suites": ", ".join(manifest.suites),
-                "split": manifest.split or "dev+test",
-                "k": manifest.k,
-                "archive": dg.MetadataValue.path(str(prepared.archive.path)),
-            },
-        )
-
-    return evidence
+    progress.phase(f"{len(prepared.plan)} attempts to run")
+    stats = asyncio.run(attempt())
+    manifest = prepared.manifest
+    return dg.Output(
+        EvidenceRef(run_id),
+        output_name="evidence",
+        metadata={
+            "attempts": len(manifest.cases) * manifest.k,
+            "run_now": stats.finished,
+            "resumed_from": prepared.already_done,
+            "failed_attempts": stats.failed,
+            "suites": ", ".join(manifest.suites),
+            "split": manifest.split or "dev+test",
+            "k": manifest.k,
+            "archive": dg.MetadataValue.path(str(prepared.archive.path)),
+        },
+    )
 
 
 def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
-    """The `verdicts` asset; its code version is the digest of the prompt hashes."""
+    """The `verdicts` asset (op `grade`); its code version is the digest of the prompt hashes."""
 
-    @dg.asset(
-        name="verdicts",
+    @dg.multi_asset(
+        name="grade",
+        outs={
+            "verdicts": dg.AssetOut(
+                io_manager_key=RUN_ASSETS_IO,
+                code_version=version,
+                description="One verdict per attempt and criterion, with each attempt's score.",
+            )
+        },
+        ins={"evidence": dg.AssetIn("evidence")},
         partitions_def=runs_partitions,
-        deps=[judge_prompts],
-        io_manager_key=RUN_ASSETS_IO,
-        code_version=version,
-        op_tags={"soev/op": "grade"},
-        description="One verdict per attempt and criterion, with each attempt's score.",
+        deps=["judge_prompts"],
     )
-    def verdicts(
+    def grade(
         context: dg.AssetExecutionContext,
         config: GradeConfig,
         project: SoevProject,
@@ -187,7 +201,7 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
             "run" if context.job_name == "evaluate" else "rescore"
         )
 
-        async def grade() -> Any:
+        async def score() -> Any:
             async with AsyncExitStack() as stack:
                 judge: Judge | None = None
                 detector = None
@@ -218,7 +232,7 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
                     progress=progress.graded,
                 )
 
-        scoring_dir, summary = asyncio.run(grade())
+        scoring_dir, summary = asyncio.run(score())
         metadata: dict[str, Any] = {
             "scoring": summary.scoring,
             "attempts": summary.attempts,
@@ -230,16 +244,23 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
         }
         if summary.judge:
             metadata.update({f"judge_{key}": value for key, value in summary.judge.items()})
-        return dg.Output(ScoringRef(evidence.run_id, scoring_dir.name), metadata=metadata)
+        ref = ScoringRef(evidence.run_id, scoring_dir.name)
+        return dg.Output(ref, output_name="verdicts", metadata=metadata)
 
-    return verdicts
+    return grade
 
 
-@dg.asset(
+@dg.multi_asset(
+    name="aggregate",
+    outs={
+        "report": dg.AssetOut(
+            io_manager_key=RUN_ASSETS_IO,
+            description="Aggregates per suite, split and criterion; pass@k; the previous run's "
+            "deltas.",
+        )
+    },
+    ins={"verdicts": dg.AssetIn("verdicts")},
     partitions_def=runs_partitions,
-    io_manager_key=RUN_ASSETS_IO,
-    op_tags={"soev/op": "aggregate"},
-    description="Aggregates per suite, split and criterion; pass@k; the previous run's deltas.",
 )
 def report(
     context: dg.AssetExecutionContext, config: ReportConfig, project: SoevProject, verdicts: Path
@@ -267,7 +288,7 @@ def report(
         metadata["previous_run"] = previous["run_id"] or ""
         metadata["regressions"] = len(previous["regressions"])
         metadata["improvements"] = len(previous["improvements"])
-    return dg.Output(built, metadata=metadata)
+    return dg.Output(built, output_name="report", metadata=metadata)
 
 
 async def _publish(

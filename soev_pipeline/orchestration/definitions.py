@@ -10,7 +10,7 @@ from soev_pipeline.run.service import prompt_hashes, prompts_version
 
 from .assets import (
     RUN_ASSETS_IO,
-    build_evidence_asset,
+    attempt,
     build_suites_asset,
     build_verdicts_asset,
     judge_prompts,
@@ -42,11 +42,10 @@ def build_definitions(
     loaded = project.load()
     version = prompts_version(prompt_hashes(loaded))
     suites = build_suites_asset([suite.name for suite in loaded.suites])
-    evidence = build_evidence_asset(suites)
     verdicts = build_verdicts_asset(version)
-    jobs = build_jobs(suites, judge_prompts, evidence, verdicts, report)
+    jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report)
     return dg.Definitions(
-        assets=[suites, judge_prompts, evidence, verdicts, report],
+        assets=[suites, judge_prompts, attempt, verdicts, report],
         asset_checks=[build_prompts_check(version)],
         jobs=jobs,
         schedules=[build_nightly_schedule(jobs[0], nightly_cron)],

@@ -112,9 +112,9 @@ def evaluate(
         run_config = {
             **QUIET,
             "ops": {
-                "evidence": {"config": config},
-                "verdicts": {"config": {"offline": False, "runtime": runtime}},
-                "report": {"config": {"runtime": runtime}},
+                "attempt": {"config": config},
+                "grade": {"config": {"offline": False, "runtime": runtime}},
+                "aggregate": {"config": {"runtime": runtime}},
             },
         }
         return defs.resolve_job_def(EVALUATE).execute_in_process(
@@ -140,7 +140,7 @@ def rescore(
         _ensure_partition(instance, run_id)
         run_config = {
             **QUIET,
-            "ops": {"verdicts": {"config": {"offline": offline, "runtime": runtime}}},
+            "ops": {"grade": {"config": {"offline": offline, "runtime": runtime}}},
         }
         return defs.resolve_job_def(RESCORE).execute_in_process(
             instance=instance,

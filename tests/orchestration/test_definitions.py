@@ -66,6 +66,9 @@ def test_definitions_load(project_path: Path) -> None:
     assert keys == {"suites", "judge_prompts", "evidence", "verdicts", "report"}
     for job in ("evaluate", "rescore", "load_suites"):
         assert defs.resolve_job_def(job) is not None
+    ops = {node.name for node in defs.resolve_job_def("evaluate").nodes}
+    assert {"load_prompts", "attempt", "grade", "aggregate"} <= ops
+    assert {node.name for node in defs.resolve_job_def("load_suites").nodes} == {"load"}
     assert defs.resolve_schedule_def("nightly").cron_schedule == "0 2 * * *"
     suites = defs.resolve_assets_def("suites")
     assert suites.partitions_def is not None
@@ -94,7 +97,7 @@ def test_evaluate_then_rescore(project_path: Path, system: ScriptedSystem) -> No
         assert len(list(archive.iter_evidence())) == 6
         report = archive.latest_report()
         assert report is not None and report["suites"]["kern"]["cases"] == 4
-        metadata = result.asset_materializations_for_node("report")[0].metadata
+        metadata = result.asset_materializations_for_node("aggregate")[0].metadata
         assert metadata["pass_rate/kern"].value == pytest.approx(0.5)
         assert metadata["pass_rate/split/test"].value == pytest.approx(0.5)
         assert metadata["verdicts/fail"].value == 1
@@ -171,9 +174,9 @@ def test_evidence_metadata_counts(project_path: Path, system: ScriptedSystem) ->
     defs = build_definitions(project_path)
     with dg.instance_for_test() as instance:
         result = _evaluate(defs, instance, "c1")
-        evidence = result.asset_materializations_for_node("evidence")[0].metadata
+        evidence = result.asset_materializations_for_node("attempt")[0].metadata
         assert evidence["attempts"].value == 6
         assert evidence["failed_attempts"].value == 1
-        verdicts = result.asset_materializations_for_node("verdicts")[0].metadata
+        verdicts = result.asset_materializations_for_node("grade")[0].metadata
         assert verdicts["verdicts_fail"].value == 1
         assert json.dumps(str(verdicts)).count(SECRET) == 0
