@@ -8,6 +8,7 @@ import dagster as dg
 
 from soev_pipeline.cli.loading import LoadedProject, load_cached
 from soev_pipeline.cli.runtimes import RuntimeProvider, resolve_runtime, state_dir
+from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.run.progress import Progress
 
 __all__ = ["Progress", "SoevProject"]
@@ -33,7 +34,22 @@ class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def load(self) -> LoadedProject:
         """The loaded project; reloaded only when one of its files changed."""
-        return load_cached(self.path)
+        return load_sealed(self.path)
 
     def runtime(self, name: str | None) -> RuntimeProvider:
         return resolve_runtime(name, state=self.state)
+
+
+def load_sealed(path: Path) -> LoadedProject:
+    """`load_cached`, with a changed seal reported by its count alone.
+
+    `SealChangedError`'s own message lists the changed test cases; Dagster would keep it in
+    the event log and show it in the UI, so here it becomes a `ProjectError` that counts
+    them, raised outside the handler so that no chained exception carries the ids.
+    """
+    message = None
+    try:
+        return load_cached(path)
+    except SealChangedError as exc:
+        message = exc.aggregate_message
+    raise ProjectError(message)

@@ -180,3 +180,31 @@ def test_evidence_metadata_counts(project_path: Path, system: ScriptedSystem) ->
         verdicts = result.asset_materializations_for_node("grade")[0].metadata
         assert verdicts["verdicts_fail"].value == 1
         assert json.dumps(str(verdicts)).count(SECRET) == 0
+
+
+def _seal_and_change(project_path: Path) -> None:
+    from soev_pipeline.cli import load
+    from soev_pipeline.cli.sealing import write_seal
+
+    tests = [case for case in load(project_path).cases() if case.split == "test"]
+    write_seal(project_path.parent, tests, append=False)
+    kern = project_path.parent / "suites" / "kern" / "kern.yaml"
+    kern.write_text(kern.read_text().replace(SECRET, SECRET + " gewijzigd"), encoding="utf-8")
+
+
+def test_a_broken_seal_names_no_case_in_the_ui(project_path: Path) -> None:
+    defs = build_definitions(project_path)
+    _seal_and_change(project_path)
+    with pytest.raises(Exception) as raised:
+        build_definitions(project_path)
+    assert "1 sealed test case changed" in str(raised.value)
+    assert "kern-t01" not in str(raised.value) and raised.value.__context__ is None
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("runs", ["broken"])
+        result = defs.resolve_job_def("evaluate").execute_in_process(
+            instance=instance, partition_key="broken", raise_on_error=False
+        )
+        assert not result.success
+        texts = _event_texts(instance)
+        assert "1 sealed test case changed" in texts
+        assert "kern-t01" not in texts and SECRET not in texts
