@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import httpx
 
+from soev_pipeline.core.http import RetryPolicy, retry_after_seconds
 from soev_pipeline.core.project import Project
 
 from .chat import ChatCompletionsArm
 from .conversation import ConversationArm
-from .http import RetryPolicy, create_http_client, retry_after_seconds
+from .http import create_http_client
 from .sse import ServerSentEvent, SSEError, SSEParser, iter_events
 from .thread import SoevThreadArm
 

@@ -11,12 +11,13 @@ import httpx
 from pydantic import JsonValue
 
 from soev_pipeline.core.errors import ArmError
+from soev_pipeline.core.http import RetryPolicy
 from soev_pipeline.core.models import Turn
 from soev_pipeline.core.project import SystemConfig
 
 from .conversation import Answer, ConversationArm
 from .events import parse_usage
-from .http import RetryPolicy, TurnFailed, send
+from .http import TurnFailed, reading
 
 COMPLETIONS = "chat/completions"
 
@@ -105,21 +106,10 @@ class ChatCompletionsArm(ConversationArm):
         request = self._http.build_request(
             "POST", COMPLETIONS, json=body, headers={"Accept": "application/json"}
         )
-        response = await send(
-            self._http,
-            request,
-            max_retries=self._system.max_retries,
-            policy=self._retry,
-            deadline=deadline,
-        )
+        response = await self.send_turn(request, deadline)
         try:
-            content = await response.aread()
-        except httpx.TimeoutException as exc:
-            raise TurnFailed("timeout", f"the response stalled ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise TurnFailed(
-                "stream_ended", f"the connection broke mid-response ({type(exc).__name__})"
-            ) from exc
+            with reading("response"):
+                content = await response.aread()
         finally:
             await response.aclose()
         return parse_completion(content)

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 import httpx
 from pydantic import JsonValue
 
+from soev_pipeline.core.http import RetryPolicy
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage, VariantEvidence
 from soev_pipeline.core.project import SystemConfig
 
-from .http import RetryPolicy, TurnFailed
+from .http import TurnFailed, send
 
 
 @dataclass(frozen=True)
@@ -139,4 +140,20 @@ class ConversationArm(ABC):
             usage=answer.usage,
             duration_s=time.monotonic() - started,
             failure=failure,
+        )
+
+    async def send_turn(self, request: httpx.Request, deadline: float) -> httpx.Response:
+        """Send a turn's request with the arm's retries and return its 2xx streaming response.
+
+        The caller reads and closes the response.
+
+        Raises:
+            TurnFailed: the request failed for good (see `send`).
+        """
+        return await send(
+            self._http,
+            request,
+            max_retries=self._system.max_retries,
+            policy=self._retry,
+            deadline=deadline,
         )

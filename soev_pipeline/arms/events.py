@@ -15,12 +15,10 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from soev_pipeline.core.models import Usage
 
 from .conversation import Answer
-from .http import TurnFailed
+from .http import TurnFailed, reading
 from .sse import ServerSentEvent, SSEError, SSEParser, iter_events
 
 DECODED = frozenset(
@@ -184,18 +182,13 @@ class TurnReader:
         """
         parser = SSEParser()
         try:
-            async with aclosing(iter_events(chunks, parser)) as events:
-                async for event in events:
-                    if self.handle(event):
-                        return Answer(self.reply, self.citations, self.usage)
+            with reading("stream"):
+                async with aclosing(iter_events(chunks, parser)) as events:
+                    async for event in events:
+                        if self.handle(event):
+                            return Answer(self.reply, self.citations, self.usage)
         except SSEError as exc:
             raise TurnFailed("malformed_frame", str(exc)) from exc
-        except httpx.TimeoutException as exc:
-            raise TurnFailed("timeout", f"the stream stalled ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise TurnFailed(
-                "stream_ended", f"the connection broke mid-stream ({type(exc).__name__})"
-            ) from exc
         cut = " in the middle of a frame" if parser.pending else ""
         raise TurnFailed("stream_ended", f"the stream ended{cut} without a status event")
 

@@ -3,7 +3,8 @@
 A turn is retried only while it is safe to repeat: the thread API has no idempotency key,
 so a request is sent again only when the system cannot have started the turn (the
 connection failed) or said it did not (429, 502, 503, 504). Once a 2xx response has begun,
-nothing is retried.
+nothing is retried. The backoff and the reading of `Retry-After` are those of
+`soev_pipeline.core.http`, which the judge's client uses too.
 """
 
 from __future__ import annotations
@@ -11,22 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
-from soev_pipeline import __version__
 from soev_pipeline.core.errors import ArmError
+from soev_pipeline.core.http import USER_AGENT, RetryPolicy, client_timeout, retry_after_seconds
 from soev_pipeline.core.models import Failure
 from soev_pipeline.core.project import SystemConfig
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-CONNECT_TIMEOUT_S = 10.0
 MAX_DETAIL = 300
 _MAX_ERROR_BODY = 16 * 1024
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -45,47 +43,26 @@ def short(text: str) -> str:
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long to wait before a retry.
+@contextmanager
+def reading(body: str) -> Iterator[None]:
+    """Turn a stall or a broken connection while the `body` comes in into a failed turn.
 
-    Attributes:
-        backoff_s: the first backoff; each retry doubles it.
-        backoff_cap_s: the longest backoff.
-        retry_after_cap_s: the longest wait a `Retry-After` header can ask for.
+    Once a 2xx response has begun nothing is retried, so these end the turn: `timeout`
+    when the body stalls, `stream_ended` when the connection breaks mid-`body`.
     """
-
-    backoff_s: float = 0.5
-    backoff_cap_s: float = 20.0
-    retry_after_cap_s: float = 60.0
-
-    def backoff(self, retry: int) -> float:
-        """The jittered wait before retry number `retry` (0 for the first)."""
-        ceiling = min(self.backoff_cap_s, self.backoff_s * 2**retry)
-        return random.uniform(ceiling / 2, ceiling)
-
-
-def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
-    """The wait a `Retry-After` header asks for: delta seconds or an HTTP date; None if invalid."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
     try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return seconds if seconds >= 0 else None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+        yield
+    except httpx.TimeoutException as exc:
+        raise TurnFailed("timeout", f"the {body} stalled ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise TurnFailed(
+            "stream_ended", f"the connection broke mid-{body} ({type(exc).__name__})"
+        ) from exc
 
 
 def _expand(name: str, value: str) -> str:
+    """Fill in the `${VAR}` references of header `name`; the error names header and variable."""
+
     def lookup(match: re.Match[str]) -> str:
         variable = match.group(1)
         if variable not in os.environ:
@@ -104,7 +81,7 @@ def request_headers(system: SystemConfig) -> dict[str, str]:
     Raises:
         ArmError: an environment variable that the configuration names is not set.
     """
-    headers = {"User-Agent": f"soev-pipeline/{__version__}"}
+    headers = {"User-Agent": USER_AGENT}
     headers.update({name: _expand(name, value) for name, value in system.headers.items()})
     if system.api_key_env is not None:
         token = os.environ.get(system.api_key_env)
@@ -122,22 +99,20 @@ def create_http_client(
 ) -> httpx.AsyncClient:
     """Open the client of the system under test; use it with `async with`.
 
-    Relative paths join under `system.base_url`. A connection may take at most
-    `CONNECT_TIMEOUT_S` (or `timeout_s` if shorter); any other wait at most `timeout_s`.
+    Relative paths join under `system.base_url`; the timeouts are `client_timeout`'s.
     The pool holds twice `concurrency` connections, so that the best-effort deletes of
     cancelled conversations never wait behind the conversations that replace them.
 
     Raises:
         ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable.
     """
-    timeout = httpx.Timeout(system.timeout_s, connect=min(CONNECT_TIMEOUT_S, system.timeout_s))
     limits = httpx.Limits(
         max_connections=2 * system.concurrency, max_keepalive_connections=system.concurrency
     )
     return httpx.AsyncClient(
         base_url=system.url,
         headers=request_headers(system),
-        timeout=timeout,
+        timeout=client_timeout(system.timeout_s),
         limits=limits,
         transport=transport,
         follow_redirects=False,

@@ -12,12 +12,13 @@ import httpx
 from pydantic import JsonValue
 
 from soev_pipeline.core.errors import ArmError
+from soev_pipeline.core.http import RetryPolicy
 from soev_pipeline.core.models import Turn
 from soev_pipeline.core.project import CitationsConfig, SystemConfig
 
 from .conversation import Answer, ConversationArm
 from .events import ThreadElements, TurnReader
-from .http import RetryPolicy, TurnFailed, send
+from .http import TurnFailed
 
 THREADS = "v1/chat/threads"
 DELETE_TIMEOUT_S = 5.0
@@ -116,13 +117,7 @@ class SoevThreadArm(ConversationArm):
             body = {"input": {"text": text}}
             url = f"{thread.path}/inputs"
             request = self._http.build_request("POST", url, json=body, headers=_STREAM)
-        response = await send(
-            self._http,
-            request,
-            max_retries=self._system.max_retries,
-            policy=self._retry,
-            deadline=deadline,
-        )
+        response = await self.send_turn(request, deadline)
         try:
             if thread.id is None:
                 thread.id = response.headers.get("x-soev-thread-id") or None

@@ -13,6 +13,7 @@ from soev_pipeline.core.errors import ArmError, ProjectError
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.render import render_report
 from soev_pipeline.run.report import read_report
+from soev_pipeline.run.service import RunSelection
 
 from .loading import LoadedProject, load, load_cached
 from .progress import TerminalProgress
@@ -57,6 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ProjectError(f"--k must be at least 1, not {args.k}")
     resume = args.resume is not None
+    RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
     runtime = args.runtime or loaded.project.runtime
     if runtime in (None, BUILTIN):

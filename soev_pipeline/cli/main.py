@@ -24,8 +24,7 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors exit with status 2 and one line of reason."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:

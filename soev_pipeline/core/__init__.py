@@ -1,5 +1,7 @@
 """The domain core: cases, evidence, verdicts, the project model, errors and ports.
 
+`soev_pipeline.core.http` holds what the clients of the system and of the judge share.
+
 Plain Python: nothing under `soev_pipeline.core` imports dagster.
 """
 

@@ -28,7 +28,7 @@ from soev_pipeline.corpus.mentions import Mention, MentionIndex, article_key
 from soev_pipeline.sources import Match, canonical, matching, unique
 
 from .registry import Builtin, NoParams
-from .verdicts import error, not_applicable, outcome
+from .verdicts import error, not_applicable, outcome, shorten
 
 NO_REPLY = "no reply"
 NO_CORPUS = "no corpus lookup: the project sets no corpus"
@@ -47,11 +47,6 @@ class RequiredParams(MatchParams):
     """`min`: the share of the required source groups that the citations must meet."""
 
     min: float = Field(default=1.0, ge=0.0, le=1.0)
-
-
-def _shorten(text: str, limit: int = _SHOWN) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _count(number: int, noun: str) -> str:
@@ -192,7 +187,7 @@ async def quotes_verbatim(
     index = ctx.corpus.quote_index()
     absent = [quote for quote in quotes if index.find(quote) is None]
     if absent:
-        shown = [f'"{_shorten(quote)}"' for quote in absent]
+        shown = [f'"{shorten(quote, _SHOWN)}"' for quote in absent]
         return outcome(
             passed=False,
             detail=f"{len(absent)}/{len(quotes)} quotes are in no corpus unit: {_listed(shown)}",

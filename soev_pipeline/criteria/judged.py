@@ -18,19 +18,9 @@ from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.ports import CriterionContext, JudgeRequest, JudgeResult
 
 from .registry import Builtin, NoParams
-from .verdicts import error, judge_label, not_applicable, outcome
+from .verdicts import error, judge_label, not_applicable, outcome, shorten
 
-_DETAIL_CHARS = 160
 _QUOTE_CHARS = 60
-
-
-def shorten(text: str, limit: int = _DETAIL_CHARS) -> str:
-    """Collapse the whitespace of `text` and cut it to `limit` characters.
-
-    Verdict details may quote a reply or a judge's explanation, but only briefly.
-    """
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def with_reason(detail: str, result: JudgeResult) -> str:

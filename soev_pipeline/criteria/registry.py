@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -125,6 +125,7 @@ class CriterionRegistry:
         self._kinds[kind.name] = kind
 
     def copy(self) -> CriterionRegistry:
+        """Return a new registry with the same kinds, to extend without changing this one."""
         return CriterionRegistry(self._kinds.values())
 
     def __contains__(self, name: object) -> bool:
@@ -209,6 +210,4 @@ class CriterionRegistry:
 
 
 def _with_judge(ctx: CriterionContext, judge: Judge) -> CriterionContext:
-    from dataclasses import replace
-
     return replace(ctx, judge=judge)

@@ -14,16 +14,25 @@ from .verdicts import error, outcome
 
 
 class MaxTokensParams(FrozenModel):
+    """`max`: the most tokens, prompt and completion, that all turns may use together."""
+
     max: int = Field(ge=0)
 
 
 class MaxSecondsParams(FrozenModel):
+    """`max`: the most seconds that all turns may take together, retries included."""
+
     max: float = Field(ge=0)
 
 
 async def max_tokens(
     case: Case, evidence: Evidence, *, params: MaxTokensParams, ctx: CriterionContext
 ) -> Verdict:
+    """Pass when the turns of the case and its variants use at most `max` tokens.
+
+    A turn without usage makes the total unknown, so the verdict is an error rather than
+    a pass on a partial count.
+    """
     turns = evidence.all_turns()
     if not turns:
         return error("the attempt has no turns")
@@ -37,6 +46,7 @@ async def max_tokens(
 async def max_seconds(
     case: Case, evidence: Evidence, *, params: MaxSecondsParams, ctx: CriterionContext
 ) -> Verdict:
+    """Pass when the turns of the case and its variants take at most `max` seconds."""
     turns = evidence.all_turns()
     if not turns:
         return error("the attempt has no turns")
@@ -47,6 +57,7 @@ async def max_seconds(
 async def no_failure(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
+    """Pass when the attempt recorded turns and none of them failed; no turns at all fails."""
     turns = evidence.all_turns()
     failed = [turn.failure for turn in turns if turn.failure is not None]
     if failed:

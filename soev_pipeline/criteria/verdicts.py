@@ -1,4 +1,4 @@
-"""Make the verdict an evaluator returns, and ask the judge for a label."""
+"""Make the verdict an evaluator returns, keep its detail short, and ask the judge for a label."""
 
 from __future__ import annotations
 
@@ -7,6 +7,18 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import CriterionContext, JudgeRequest, JudgeResult
+
+DETAIL_CHARS = 160
+
+
+def shorten(text: str, limit: int = DETAIL_CHARS) -> str:
+    """Collapse the whitespace of `text` and cut it to `limit` characters.
+
+    Verdict details may quote a reply, a corpus quote or a judge's explanation, but only
+    briefly: test cases are secret, and a detail should stay one short line.
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def outcome(*, passed: bool, detail: str = "") -> Verdict:

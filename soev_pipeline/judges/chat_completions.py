@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 import httpx
 from pydantic import JsonValue
 
 from soev_pipeline.core.errors import JudgeError
+from soev_pipeline.core.http import RetryPolicy, retry_after_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +68,11 @@ class ChatCompletionsLLM:
         self._seed = seed
         self._semaphore = asyncio.Semaphore(concurrency)
         self._max_retries = max_retries
-        self._backoff_s = backoff_s
-        self._max_backoff_s = max_backoff_s
-        self._max_retry_after_s = max_retry_after_s
+        self._retry = RetryPolicy(
+            backoff_s=backoff_s,
+            backoff_cap_s=max_backoff_s,
+            retry_after_cap_s=max_retry_after_s,
+        )
 
     async def complete(self, *, system: str, user: str, schema: Mapping[str, JsonValue]) -> str:
         """Send one chat request and return the text of the answer.
@@ -116,14 +116,14 @@ class ChatCompletionsLLM:
                 reason = f"HTTP {response.status_code}"
                 if response.status_code != 429 and response.status_code < 500:
                     raise JudgeError(f"judge call failed: {reason}")
-                retry_after = _retry_after(response)
+                retry_after = retry_after_seconds(response.headers.get("retry-after"))
             if retries >= self._max_retries:
                 raise JudgeError(f"judge call failed: {reason}{_after(retries)}")
-            if retry_after is not None and retry_after > self._max_retry_after_s:
+            if retry_after is not None and retry_after > self._retry.retry_after_cap_s:
                 raise JudgeError(
                     f"judge call failed: {reason}; the server asks to wait {retry_after:.0f} s"
                 )
-            delay = self._backoff(retries) if retry_after is None else retry_after
+            delay = self._retry.backoff(retries) if retry_after is None else retry_after
             retries += 1
             logger.info(
                 "judge call failed (%s); retry %d of %d in %.1f s",
@@ -134,33 +134,11 @@ class ChatCompletionsLLM:
             )
             await asyncio.sleep(delay)
 
-    def _backoff(self, retries: int) -> float:
-        delay = min(self._backoff_s * 2.0**retries, self._max_backoff_s)
-        return delay / 2 + random.uniform(0, delay / 2)
-
 
 def _after(retries: int) -> str:
     if retries == 0:
         return ""
     return f" after {retries} {'retry' if retries == 1 else 'retries'}"
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Return the wait that a `Retry-After` header asks for, in seconds, or None."""
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _content(response: httpx.Response) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from soev_pipeline import __version__
 from soev_pipeline.core.errors import JudgeError
+from soev_pipeline.core.http import USER_AGENT, client_timeout
 from soev_pipeline.core.project import JudgeConfig, expand_env
 
 from .cache import JudgeCache
@@ -18,9 +18,6 @@ from .chat_completions import ChatCompletionsLLM
 from .llm import LLMJudge
 from .offline import OfflineLLM
 from .prompts import load_prompts
-
-CONNECT_TIMEOUT_S = 10.0
-"""The longest wait for a connection; a judge that is down fails fast and is retried."""
 
 
 def judge_headers(config: JudgeConfig) -> dict[str, str]:
@@ -34,7 +31,7 @@ def judge_headers(config: JudgeConfig) -> dict[str, str]:
         JudgeError: a variable that the configuration names is not set or is empty; the
             message names the variable, never a value.
     """
-    headers = {"User-Agent": f"soev-pipeline/{__version__}"}
+    headers = {"User-Agent": USER_AGENT}
     for header, value in config.headers.items():
         try:
             headers[header] = expand_env(value)
@@ -85,9 +82,11 @@ async def open_judge(
             llm = OfflineLLM(config.model, context_window=config.context_window)
             yield LLMJudge(llm, texts, cache=cache, repeats=config.repeats)
             return
-        timeout = httpx.Timeout(config.timeout_s, connect=min(CONNECT_TIMEOUT_S, config.timeout_s))
         async with httpx.AsyncClient(
-            base_url=config.url, headers=headers, timeout=timeout, follow_redirects=False
+            base_url=config.url,
+            headers=headers,
+            timeout=client_timeout(config.timeout_s),
+            follow_redirects=False,
         ) as client:
             adapter = ChatCompletionsLLM(
                 client,

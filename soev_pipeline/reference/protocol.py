@@ -17,6 +17,7 @@ from http import HTTPStatus
 from typing import Any
 
 MAX_HEAD = 64 * 1024
+"""The longest request head, and the longest line of a chunked body, a connection reads."""
 MAX_BODY = 1024 * 1024
 
 

@@ -12,14 +12,27 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypedDict, Unpack
 
 from soev_pipeline.corpus import CorpusLookup, load_corpus
 
 from .assistant import Assistant
-from .protocol import BadRequest, problem, read_request, write_response
+from .protocol import MAX_HEAD, BadRequest, problem, read_request, write_response
 from .threads import Counters, ThreadService
 
 CorpusSource = CorpusLookup | Path | str | None
+
+
+class ServiceOptions(TypedDict, total=False):
+    """The keyword arguments of `build_service`, which `serve` and `ReferenceServer` pass on."""
+
+    latency_s: float
+    failure_rate: float
+    seed: int
+    corpus: CorpusSource
+    messages: Mapping[str, str] | None
+    token: str | None
+    envelopes: bool
 
 
 def build_service(
@@ -33,6 +46,11 @@ def build_service(
     envelopes: bool = False,
 ) -> ThreadService:
     """The thread service over an assistant of `corpus` (the bundled corpus when None).
+
+    Args:
+        latency_s, failure_rate, seed, token, envelopes: see `ThreadService`.
+        corpus: a corpus lookup or the path of one; the bundled corpus when None.
+        messages: the project messages `privacy` and `out_of_scope`; the demo's when None.
 
     Raises:
         ValueError: a knob is out of range, or a needed message is missing.
@@ -81,7 +99,7 @@ async def _listen(service: ThreadService, host: str, port: int) -> tuple[asyncio
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _connection(service, reader, writer)
 
-    server = await asyncio.start_server(handler, host, port, backlog=1024)
+    server = await asyncio.start_server(handler, host, port, backlog=1024, limit=MAX_HEAD)
     bound = server.sockets[0].getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     return server, f"http://{shown}:{bound}/"
@@ -91,34 +109,22 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    latency_s: float = 0.0,
-    failure_rate: float = 0.0,
-    seed: int = 0,
-    corpus: CorpusSource = None,
-    messages: Mapping[str, str] | None = None,
-    token: str | None = None,
-    envelopes: bool = False,
     ready: Callable[[str], None] | None = None,
+    **options: Unpack[ServiceOptions],
 ) -> None:
     """Serve the reference assistant until interrupted (Ctrl-C returns normally).
 
     Args:
         host: the address to listen on.
         port: the port; 0 picks a free one.
-        latency_s, failure_rate, seed, token, envelopes: see `ThreadService`.
-        corpus: a corpus lookup or the path of one; the bundled corpus when None.
-        messages: the project messages `privacy` and `out_of_scope`; the demo's when None.
         ready: called with the base URL once the server listens.
+        **options: the service's knobs and corpus; see `build_service`.
+
+    Raises:
+        ValueError: a knob is out of range, or a needed message is missing.
+        soev_pipeline.core.errors.ProjectError: the corpus file is invalid.
     """
-    service = build_service(
-        latency_s=latency_s,
-        failure_rate=failure_rate,
-        seed=seed,
-        corpus=corpus,
-        messages=messages,
-        token=token,
-        envelopes=envelopes,
-    )
+    service = build_service(**options)
 
     async def run() -> None:
         server, url = await _listen(service, host, port)
@@ -140,31 +146,13 @@ class ReferenceServer:
             ...  # talk to server.url
         assert server.counters.threads_opened == server.counters.threads_deleted
 
-    The arguments are those of `serve`.
+    The arguments are those of `serve`, without `ready`.
     """
 
     def __init__(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        *,
-        latency_s: float = 0.0,
-        failure_rate: float = 0.0,
-        seed: int = 0,
-        corpus: CorpusSource = None,
-        messages: Mapping[str, str] | None = None,
-        token: str | None = None,
-        envelopes: bool = False,
+        self, host: str = "127.0.0.1", port: int = 0, **options: Unpack[ServiceOptions]
     ) -> None:
-        self.service = build_service(
-            latency_s=latency_s,
-            failure_rate=failure_rate,
-            seed=seed,
-            corpus=corpus,
-            messages=messages,
-            token=token,
-            envelopes=envelopes,
-        )
+        self.service = build_service(**options)
         self._host = host
         self._port = port
         self._url: str | None = None

@@ -14,13 +14,14 @@ import asyncio
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .assistant import Assistant
 from .protocol import EventStream, Request, Response, json_response, problem, sse_frame
+from .retrieval import Hit
 
 PREFIX = ("v1", "chat", "threads")
 
@@ -235,25 +236,9 @@ class ThreadService:
             half = self.latency_s / 2
             await _pause(half)
             reply = self.assistant.answer(fields["text"], thread.questions)
-            element_ids: list[str] = []
+            elements = _elements(thread, reply.hits or ())
+            element_ids = [element["id"] for element in elements]
             if reply.hits is not None:
-                elements = []
-                for hit in reply.hits:
-                    thread.elements += 1
-                    element_ids.append(f"el-{thread.elements}")
-                    unit = hit.unit
-                    title = (
-                        f"{unit.law}, artikel {unit.article}" if unit.law and unit.article else None
-                    )
-                    elements.append(
-                        {
-                            "id": element_ids[-1],
-                            "type": "document",
-                            "ref": unit.id,
-                            "title": title or unit.id,
-                            "text": unit.text,
-                        }
-                    )
                 call_id = f"call-{len(thread.questions) + 1}"
                 yield self._frame(thread, "tool_output", {"call_id": call_id, "elements": elements})
             if fail:
@@ -300,6 +285,25 @@ class ThreadService:
         }
         thread.events.append(envelope)
         return sse_frame(thread.position, event, envelope if self.envelopes else payload)
+
+
+def _elements(thread: Thread, hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """The tool-output elements of `hits`, numbered on from the thread's earlier ones."""
+    elements = []
+    for hit in hits:
+        thread.elements += 1
+        unit = hit.unit
+        title = f"{unit.law}, artikel {unit.article}" if unit.law and unit.article else None
+        elements.append(
+            {
+                "id": f"el-{thread.elements}",
+                "type": "document",
+                "ref": unit.id,
+                "title": title or unit.id,
+                "text": unit.text,
+            }
+        )
+    return elements
 
 
 async def _pause(seconds: float) -> None:
