@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from soev_pipeline.core.errors import CriterionParamsError
-from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Failure, Turn, Verdict
-from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.core import Case, CriterionContext, Evidence, Verdict
 from soev_pipeline.corpus import CorpusLookup, CorpusUnit
 from soev_pipeline.corpus.index import QuoteIndex
-from soev_pipeline.criteria import CriterionRegistry, builtin_registry
+from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.criteria.citations import KINDS, quoted_spans
+from tests.support.builders import grade, make_case, make_evidence, params_error
 
 AWB_67 = "BWBR0005537/artikel-6:7"
 AWB_68 = "BWBR0005537/artikel-6:8"
 AWB_81 = "BWBR0005537/artikel-8:1"
 BW_6162 = "BWBR0005289/artikel-6:162"
-REGISTRY = CriterionRegistry(KINDS)
 
 
 def awb(article: str, text: str) -> CorpusUnit:
@@ -54,42 +50,19 @@ CTX = CriterionContext(corpus=make_corpus())
 NO_CORPUS = CriterionContext()
 
 
-def make_case(required: Any = (), forbidden: Any = (), **fields: Any) -> Case:
-    data: dict[str, Any] = {
-        "id": "kern-001",
-        "suite": "kern",
-        "input": "Hoe lang heb ik voor bezwaar?",
-        "sources": {"required": list(required), "forbidden": list(forbidden)},
-    }
-    return Case.model_validate(data | fields)
+def sourced(required: Any = (), forbidden: Any = ()) -> Case:
+    return make_case(sources={"required": list(required), "forbidden": list(forbidden)})
 
 
-def make_evidence(reply: str | None = "Zes weken.", citations: tuple[str, ...] = ()) -> Evidence:
-    moment = datetime(2025, 1, 1, tzinfo=UTC)
-    failure = Failure(code="timeout") if reply is None else None
-    turn = Turn(input="Hoe lang?", reply=reply, citations=citations, failure=failure)
-    return Evidence(
-        case_id="kern-001",
-        suite="kern",
-        split="dev",
-        attempt=0,
-        turns=(turn,),
-        reply=reply,
-        citations=citations if reply is not None else (),
-        started_at=moment,
-        finished_at=moment,
-    )
-
-
-def grade(
+def check(
     kind: str,
     evidence: Evidence,
     case: Case | None = None,
     ctx: CriterionContext = CTX,
     **params: Any,
 ) -> Verdict:
-    spec = CriterionSpec.model_validate({"kind": kind, **params})
-    return asyncio.run(REGISTRY.evaluate(spec, case or make_case(), evidence, ctx))
+    """Grade with the small corpus unless `ctx` says otherwise."""
+    return grade(kind, evidence, case=case, ctx=ctx, **params)
 
 
 def test_the_builtin_registry_has_the_citation_kinds() -> None:
@@ -113,65 +86,64 @@ def test_the_builtin_registry_has_the_citation_kinds() -> None:
     ],
 )
 def test_bad_params_fail_at_load(kind: str, params: dict[str, Any]) -> None:
-    with pytest.raises(CriterionParamsError):
-        REGISTRY.validate(CriterionSpec.model_validate({"kind": kind, **params}))
+    assert f"criterion {kind!r}: parameter " in params_error(kind, **params)
 
 
 # citations.required
 
 
 def test_required_passes_with_a_lid_under_the_article() -> None:
-    verdict = grade(
-        "citations.required", make_evidence(citations=(f"{AWB_67}/lid-1",)), make_case([[AWB_67]])
+    verdict = check(
+        "citations.required", make_evidence(citations=(f"{AWB_67}/lid-1",)), sourced([[AWB_67]])
     )
     assert (verdict.status, verdict.detail) == ("pass", "1/1 source groups met")
     assert (verdict.kind, verdict.version) == ("citations.required", "1")
 
 
 def test_required_exact_refuses_the_lid() -> None:
-    case = make_case([[AWB_67]])
+    case = sourced([[AWB_67]])
     evidence = make_evidence(citations=(f"{AWB_67}/lid-1",))
-    verdict = grade("citations.required", evidence, case, match="exact")
+    verdict = check("citations.required", evidence, case, match="exact")
     assert verdict.status == "fail"
     assert verdict.detail == f"0/1 source groups met; missing: [{AWB_67}]"
-    assert grade("citations.required", make_evidence(citations=(AWB_67,)), case).status == "pass"
+    assert check("citations.required", make_evidence(citations=(AWB_67,)), case).status == "pass"
 
 
 def test_required_does_not_take_6_70_for_6_7() -> None:
-    verdict = grade(
+    verdict = check(
         "citations.required",
         make_evidence(citations=("BWBR0005537/artikel-6:70",)),
-        make_case([[AWB_67]]),
+        sourced([[AWB_67]]),
     )
     assert verdict.status == "fail"
 
 
 def test_required_group_is_met_by_any_of_its_ids() -> None:
-    case = make_case([[AWB_67, AWB_68], [AWB_81], [BW_6162]])
+    case = sourced([[AWB_67, AWB_68], [AWB_81], [BW_6162]])
     evidence = make_evidence(citations=(AWB_68, BW_6162))
-    verdict = grade("citations.required", evidence, case)
+    verdict = check("citations.required", evidence, case)
     assert verdict.status == "fail"
     assert verdict.detail == f"2/3 source groups met; missing: [{AWB_81}]"
-    passed = grade("citations.required", evidence, case, min=0.6)
+    passed = check("citations.required", evidence, case, min=0.6)
     assert (passed.status, passed.detail) == (
         "pass",
         f"2/3 source groups met (min 0.6); missing: [{AWB_81}]",
     )
-    assert grade("citations.required", evidence, case, min=0.7).status == "fail"
+    assert check("citations.required", evidence, case, min=0.7).status == "fail"
 
 
 def test_required_lists_the_ids_of_a_missing_group() -> None:
-    verdict = grade("citations.required", make_evidence(), make_case([[AWB_67, AWB_68]]))
+    verdict = check("citations.required", make_evidence(), sourced([[AWB_67, AWB_68]]))
     assert verdict.detail == f"0/1 source groups met; missing: [{AWB_67} or {AWB_68}]"
 
 
 def test_required_not_applicable_without_required_sources() -> None:
-    verdict = grade("citations.required", make_evidence(citations=(AWB_67,)))
+    verdict = check("citations.required", make_evidence(citations=(AWB_67,)))
     assert verdict.status == "not_applicable"
 
 
 def test_required_fails_without_a_reply() -> None:
-    verdict = grade("citations.required", make_evidence(None), make_case([[AWB_67]]))
+    verdict = check("citations.required", make_evidence(None), sourced([[AWB_67]]))
     assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
@@ -179,13 +151,13 @@ def test_required_fails_without_a_reply() -> None:
 
 
 def test_forbidden_fails_on_a_lid_of_a_forbidden_article() -> None:
-    case = make_case(forbidden=[AWB_68])
-    verdict = grade(
+    case = sourced(forbidden=[AWB_68])
+    verdict = check(
         "citations.forbidden", make_evidence(citations=(AWB_67, f"{AWB_68}/lid-2")), case
     )
     assert verdict.status == "fail"
     assert verdict.detail == f"cites forbidden sources: {AWB_68}/lid-2 (forbidden: {AWB_68})"
-    exact = grade(
+    exact = check(
         "citations.forbidden",
         make_evidence(citations=(AWB_67, f"{AWB_68}/lid-2")),
         case,
@@ -195,8 +167,8 @@ def test_forbidden_fails_on_a_lid_of_a_forbidden_article() -> None:
 
 
 def test_forbidden_passes_without_a_forbidden_citation() -> None:
-    case = make_case(forbidden=[AWB_67])
-    verdict = grade(
+    case = sourced(forbidden=[AWB_67])
+    verdict = check(
         "citations.forbidden", make_evidence(citations=("BWBR0005537/artikel-6:70",)), case
     )
     assert verdict.status == "pass"
@@ -204,8 +176,8 @@ def test_forbidden_passes_without_a_forbidden_citation() -> None:
 
 
 def test_forbidden_not_applicable_and_no_reply() -> None:
-    assert grade("citations.forbidden", make_evidence()).status == "not_applicable"
-    verdict = grade("citations.forbidden", make_evidence(None), make_case(forbidden=[AWB_67]))
+    assert check("citations.forbidden", make_evidence()).status == "not_applicable"
+    verdict = check("citations.forbidden", make_evidence(None), sourced(forbidden=[AWB_67]))
     assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
@@ -213,13 +185,13 @@ def test_forbidden_not_applicable_and_no_reply() -> None:
 
 
 def test_in_corpus_passes_for_corpus_ids() -> None:
-    verdict = grade("citations.in_corpus", make_evidence(citations=(AWB_67, BW_6162, AWB_67)))
+    verdict = check("citations.in_corpus", make_evidence(citations=(AWB_67, BW_6162, AWB_67)))
     assert (verdict.status, verdict.detail) == ("pass", "every cited id (2) is in the corpus")
 
 
 def test_in_corpus_is_exact_a_lid_of_a_corpus_article_is_not_in_it() -> None:
     evidence = make_evidence(citations=(AWB_67, f"{AWB_67}/lid-1", "BWBR9999999/artikel-1"))
-    verdict = grade("citations.in_corpus", evidence)
+    verdict = check("citations.in_corpus", evidence)
     assert verdict.status == "fail"
     assert verdict.detail == (
         f"2/3 cited ids are not in the corpus: {AWB_67}/lid-1, BWBR9999999/artikel-1"
@@ -227,12 +199,12 @@ def test_in_corpus_is_exact_a_lid_of_a_corpus_article_is_not_in_it() -> None:
 
 
 def test_in_corpus_error_not_applicable_and_no_reply() -> None:
-    verdict = grade("citations.in_corpus", make_evidence(citations=(AWB_67,)), ctx=NO_CORPUS)
+    verdict = check("citations.in_corpus", make_evidence(citations=(AWB_67,)), ctx=NO_CORPUS)
     assert verdict.status == "error"
     assert "no corpus" in verdict.detail
-    assert grade("citations.in_corpus", make_evidence()).status == "not_applicable"
-    assert grade("citations.in_corpus", make_evidence(), ctx=NO_CORPUS).status == "not_applicable"
-    verdict = grade("citations.in_corpus", make_evidence(None))
+    assert check("citations.in_corpus", make_evidence()).status == "not_applicable"
+    assert check("citations.in_corpus", make_evidence(), ctx=NO_CORPUS).status == "not_applicable"
+    verdict = check("citations.in_corpus", make_evidence(None))
     assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
@@ -240,25 +212,25 @@ def test_in_corpus_error_not_applicable_and_no_reply() -> None:
 
 
 def test_unseen_lists_ids_without_a_source_role() -> None:
-    case = make_case([[AWB_67]], [AWB_68])
+    case = sourced([[AWB_67]], [AWB_68])
     evidence = make_evidence(citations=(f"{AWB_67}/lid-1", AWB_68, AWB_81, BW_6162))
-    verdict = grade("citations.unseen", evidence, case)
+    verdict = check("citations.unseen", evidence, case)
     assert verdict.status == "pass"
     assert verdict.detail == (
         f"2/4 cited ids without a source role (for adjudication): {AWB_81}, {BW_6162}"
     )
-    exact = grade("citations.unseen", evidence, case, match="exact")
+    exact = check("citations.unseen", evidence, case, match="exact")
     assert exact.status == "pass"
     assert f"3/4 cited ids without a source role (for adjudication): {AWB_67}/lid-1" in exact.detail
 
 
 def test_unseen_always_passes() -> None:
-    case = make_case([[AWB_67]])
-    assert grade("citations.unseen", make_evidence(citations=(AWB_67,)), case).detail == (
+    case = sourced([[AWB_67]])
+    assert check("citations.unseen", make_evidence(citations=(AWB_67,)), case).detail == (
         "every cited id (1) has a source role"
     )
-    assert grade("citations.unseen", make_evidence(), case).detail == "the reply cites nothing"
-    verdict = grade("citations.unseen", make_evidence(None), case)
+    assert check("citations.unseen", make_evidence(), case).detail == "the reply cites nothing"
+    verdict = check("citations.unseen", make_evidence(None), case)
     assert (verdict.status, verdict.detail) == ("pass", "no reply: nothing cited")
 
 
@@ -282,7 +254,7 @@ def test_quoted_spans_of_three_styles() -> None:
     ],
 )
 def test_quotes_verbatim_passes(reply: str) -> None:
-    verdict = grade("citations.quotes_verbatim", make_evidence(reply))
+    verdict = check("citations.quotes_verbatim", make_evidence(reply))
     assert verdict.status == "pass", verdict.detail
 
 
@@ -292,7 +264,7 @@ def test_quotes_verbatim_fails_and_names_the_missing_quotes() -> None:
         "„de termijn voor het indienen van een bezwaarschrift of een beroepschrift bedraagt "
         "in alle gevallen zes weken”."
     )
-    verdict = grade("citations.quotes_verbatim", make_evidence(reply))
+    verdict = check("citations.quotes_verbatim", make_evidence(reply))
     assert verdict.status == "fail"
     assert verdict.detail == (
         '2/3 quotes are in no corpus unit: "De termijn bedraagt zes weken", '
@@ -302,23 +274,23 @@ def test_quotes_verbatim_fails_and_names_the_missing_quotes() -> None:
 
 def test_quotes_verbatim_a_quote_across_two_units_fails() -> None:
     reply = '"bedraagt zes weken. De termijn vangt aan"'
-    assert grade("citations.quotes_verbatim", make_evidence(reply)).status == "fail"
+    assert check("citations.quotes_verbatim", make_evidence(reply)).status == "fail"
 
 
 def test_quotes_verbatim_checks_a_one_word_quote() -> None:
-    assert grade("citations.quotes_verbatim", make_evidence('Het "besluit".')).status == "pass"
-    assert grade("citations.quotes_verbatim", make_evidence('Het "vonnis".')).status == "fail"
+    assert check("citations.quotes_verbatim", make_evidence('Het "besluit".')).status == "pass"
+    assert check("citations.quotes_verbatim", make_evidence('Het "vonnis".')).status == "fail"
 
 
 def test_quotes_verbatim_not_applicable_error_and_no_reply() -> None:
     plain = make_evidence("Zes weken, zie 'termijn'.")
-    assert grade("citations.quotes_verbatim", plain).status == "not_applicable"
-    assert grade("citations.quotes_verbatim", plain, ctx=NO_CORPUS).status == "not_applicable"
+    assert check("citations.quotes_verbatim", plain).status == "not_applicable"
+    assert check("citations.quotes_verbatim", plain, ctx=NO_CORPUS).status == "not_applicable"
     quoted = make_evidence('"zes weken"')
-    verdict = grade("citations.quotes_verbatim", quoted, ctx=NO_CORPUS)
+    verdict = check("citations.quotes_verbatim", quoted, ctx=NO_CORPUS)
     assert verdict.status == "error"
     assert "no corpus" in verdict.detail
-    verdict = grade("citations.quotes_verbatim", make_evidence(None))
+    verdict = check("citations.quotes_verbatim", make_evidence(None))
     assert (verdict.status, verdict.detail) == ("error", "no reply")
 
 
@@ -333,7 +305,7 @@ def test_the_quote_index_is_built_once_for_all_attempts(monkeypatch: pytest.Monk
     monkeypatch.setattr(QuoteIndex, "build", counting)
     ctx = CriterionContext(corpus=make_corpus())
     for reply in ['"zes weken"', '"een besluit"', '"verzonnen"']:
-        grade("citations.quotes_verbatim", make_evidence(reply), ctx=ctx)
+        check("citations.quotes_verbatim", make_evidence(reply), ctx=ctx)
     assert builds == [4]
 
 
@@ -351,13 +323,13 @@ def test_the_quote_index_is_built_once_for_all_attempts(monkeypatch: pytest.Monk
     ],
 )
 def test_mentions_in_corpus_passes(reply: str) -> None:
-    verdict = grade("citations.mentions_in_corpus", make_evidence(reply))
+    verdict = check("citations.mentions_in_corpus", make_evidence(reply))
     assert verdict.status == "pass", verdict.detail
 
 
 def test_mentions_in_corpus_counts_references_without_a_law() -> None:
     reply = "Artikel 6:8 van de Awb. Artikel 6:7 bepaalt verder de lengte."
-    verdict = grade("citations.mentions_in_corpus", make_evidence(reply))
+    verdict = check("citations.mentions_in_corpus", make_evidence(reply))
     assert verdict.detail == (
         "every article mention (1) resolves to a corpus unit; 1 reference without a law not checked"
     )
@@ -365,7 +337,7 @@ def test_mentions_in_corpus_counts_references_without_a_law() -> None:
 
 def test_mentions_in_corpus_fails_on_an_unknown_law_and_article() -> None:
     reply = "Zie artikel 6:7 Awb, artikel 3 lid 2 Wet Fantasie en artikel 6:99 Awb."
-    verdict = grade("citations.mentions_in_corpus", make_evidence(reply))
+    verdict = check("citations.mentions_in_corpus", make_evidence(reply))
     assert verdict.status == "fail"
     assert verdict.detail == (
         "2/3 article mentions do not resolve: artikel 3 lid 2 Wet Fantasie (law not in the "
@@ -375,14 +347,14 @@ def test_mentions_in_corpus_fails_on_an_unknown_law_and_article() -> None:
 
 def test_mentions_in_corpus_not_applicable_error_and_no_reply() -> None:
     for reply in ["Zes weken.", "Artikel 6:7 bepaalt de termijn."]:
-        verdict = grade("citations.mentions_in_corpus", make_evidence(reply))
+        verdict = check("citations.mentions_in_corpus", make_evidence(reply))
         assert verdict.status == "not_applicable"
-    assert grade("citations.mentions_in_corpus", make_evidence(), ctx=NO_CORPUS).status == (
+    assert check("citations.mentions_in_corpus", make_evidence(), ctx=NO_CORPUS).status == (
         "not_applicable"
     )
-    verdict = grade(
+    verdict = check(
         "citations.mentions_in_corpus", make_evidence("Zie artikel 6:7 Awb."), ctx=NO_CORPUS
     )
     assert verdict.status == "error"
-    verdict = grade("citations.mentions_in_corpus", make_evidence(None))
+    verdict = check("citations.mentions_in_corpus", make_evidence(None))
     assert (verdict.status, verdict.detail) == ("error", "no reply")

@@ -3,83 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from soev_pipeline.core.errors import CriterionParamsError, JudgeError
-from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Verdict
-from soev_pipeline.core.ports import CriterionContext, Judge, JudgeRequest, JudgeResult
-from soev_pipeline.criteria import builtin_registry
-
-Answer = object
-Script = Callable[[JudgeRequest], Answer]
-
-
-class ScriptedJudge:
-    """A judge that records each request and answers what its script says.
-
-    The script may return a `JudgeResult`, an exception to raise, or anything else (garbage
-    that a real judge must never give).
-    """
-
-    def __init__(self, script: Script | Answer) -> None:
-        self._script = script
-        self.requests: list[JudgeRequest] = []
-
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        self.requests.append(request)
-        answer = self._script(request) if callable(self._script) else self._script
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer  # type: ignore[return-value]
+from soev_pipeline.core import (
+    Case,
+    CriterionContext,
+    Evidence,
+    Judge,
+    JudgeError,
+    JudgeRequest,
+    JudgeResult,
+    VariantEvidence,
+    Verdict,
+)
+from tests.support.builders import (
+    Answer,
+    ScriptedJudge,
+    by_input,
+    grade,
+    label,
+    make_case,
+    make_evidence,
+    make_variant,
+    params_error,
+)
 
 
-def label(name: str, detail: str = "") -> JudgeResult:
-    return JudgeResult(label=name, detail=detail, model="judge-m", prompt_sha="p" * 64)
-
-
-def by_input(key: str, answers: Mapping[str, Answer]) -> Script:
-    """Answer by the value of `inputs[key]` (a nugget text, a variant reply)."""
-    return lambda request: answers[str(request.inputs[key])]
-
-
-def make_case(**fields: Any) -> Case:
-    data: dict[str, Any] = {"id": "kern-001", "suite": "kern", "turns": ["Hoe lang duurt bezwaar?"]}
-    return Case.model_validate(data | fields)
-
-
-def make_evidence(reply: str | None = "Zes weken.", **fields: Any) -> Evidence:
-    moment = datetime(2025, 1, 1, tzinfo=UTC)
-    data: dict[str, Any] = {
-        "case_id": "kern-001",
-        "suite": "kern",
-        "split": "dev",
-        "attempt": 0,
-        "reply": reply,
-        "started_at": moment,
-        "finished_at": moment,
-    }
-    return Evidence.model_validate(data | fields)
-
-
-def grade(
-    kind: str,
-    case: Case,
-    evidence: Evidence,
-    judge: Judge | None,
-    **params: Any,
-) -> Verdict:
-    """Validate and evaluate one criterion through the built-in registry, as a run does."""
-    spec = CriterionSpec.model_validate({"kind": kind, **params})
-    ctx = CriterionContext(judge=judge)
-    return run(builtin_registry().evaluate(spec, case, evidence, ctx))
-
-
-def run(coro: Coroutine[Any, Any, Verdict]) -> Verdict:
-    return asyncio.run(coro)
+def ask(kind: str, case: Case, evidence: Evidence, judge: Judge | None, **params: Any) -> Verdict:
+    return grade(kind, evidence, case=case, ctx=CriterionContext(judge=judge), **params)
 
 
 NUGGETS = [
@@ -93,14 +47,8 @@ VARIANTS = [
 ]
 
 
-def variant_evidence(replies: Mapping[str, str | None]) -> list[dict[str, Any]]:
-    found = []
-    for name, reply in replies.items():
-        turn: dict[str, Any] = {"input": "vraag", "reply": reply}
-        if reply is None:
-            turn["failure"] = {"code": "timeout", "detail": "no answer in time"}
-        found.append({"id": name, "reply": reply, "turns": [turn]})
-    return found
+def variant_evidence(replies: Mapping[str, str | None]) -> list[VariantEvidence]:
+    return [make_variant(name, reply) for name, reply in replies.items()]
 
 
 # One setting per kind in which the judge is asked, used by the fail-closed tests.
@@ -125,13 +73,13 @@ class TestFailsClosed:
     @pytest.mark.parametrize("kind", sorted(ASKING))
     def test_a_good_label_passes(self, kind: str) -> None:
         case, evidence = ASKING[kind]
-        verdict = grade(kind, case, evidence, ScriptedJudge(label(GOOD[kind])))
+        verdict = ask(kind, case, evidence, ScriptedJudge(label(GOOD[kind])))
         assert verdict.status == "pass", verdict.detail
 
     @pytest.mark.parametrize("kind", sorted(ASKING))
     def test_without_a_judge_it_is_an_error(self, kind: str) -> None:
         case, evidence = ASKING[kind]
-        verdict = grade(kind, case, evidence, None)
+        verdict = ask(kind, case, evidence, None)
         assert verdict.status == "error"
         assert "no judge" in verdict.detail
 
@@ -150,30 +98,28 @@ class TestFailsClosed:
     def test_an_unusable_answer_is_an_error(self, kind: str, answer: Answer) -> None:
         case, evidence = ASKING[kind]
         judge = ScriptedJudge(answer)
-        verdict = grade(kind, case, evidence, judge)
+        verdict = ask(kind, case, evidence, judge)
         assert verdict.status == "error", verdict.detail
         assert judge.requests
 
     @pytest.mark.parametrize("kind", sorted(ASKING))
     def test_the_verdict_records_the_judge(self, kind: str) -> None:
         case, evidence = ASKING[kind]
-        verdict = grade(kind, case, evidence, ScriptedJudge(label(GOOD[kind])))
+        verdict = ask(kind, case, evidence, ScriptedJudge(label(GOOD[kind])))
         assert (verdict.kind, verdict.version) == (kind, "1")
         assert (verdict.judge_model, verdict.prompt_sha) == ("judge-m", "p" * 64)
         assert verdict.rubric_sha is None
 
     @pytest.mark.parametrize("kind", ["behaviour.expected", "compare.equivalent"])
     def test_parameters_are_refused(self, kind: str) -> None:
-        spec = CriterionSpec.model_validate({"kind": kind, "strict": True})
-        with pytest.raises(CriterionParamsError, match="strict"):
-            builtin_registry().validate(spec)
+        assert "strict" in params_error(kind, strict=True)
 
 
 class TestBehaviourExpected:
     def test_the_request(self) -> None:
         judge = ScriptedJudge(label("answer"))
         case = make_case(turns=["Ik heb een boete.", "Kan ik bezwaar maken?"])
-        grade("behaviour.expected", case, make_evidence("Ja, binnen zes weken."), judge)
+        ask("behaviour.expected", case, make_evidence("Ja, binnen zes weken."), judge)
         (request,) = judge.requests
         assert request.task == "behaviour.expected"
         assert request.inputs == {
@@ -185,20 +131,20 @@ class TestBehaviourExpected:
     @pytest.mark.parametrize("expected", ["answer", "refuse", "abstain"])
     def test_passes_on_the_expected_behaviour(self, expected: str) -> None:
         case = make_case(behaviour=expected)
-        verdict = grade("behaviour.expected", case, make_evidence(), ScriptedJudge(label(expected)))
+        verdict = ask("behaviour.expected", case, make_evidence(), ScriptedJudge(label(expected)))
         assert verdict.status == "pass"
 
     def test_fails_on_another_behaviour(self) -> None:
         case = make_case(behaviour="refuse")
         judge = ScriptedJudge(label("answer", "The reply gives the term."))
-        verdict = grade("behaviour.expected", case, make_evidence(), judge)
+        verdict = ask("behaviour.expected", case, make_evidence(), judge)
         assert verdict.status == "fail"
         assert "'answer'" in verdict.detail and "'refuse'" in verdict.detail
         assert "gives the term" in verdict.detail
 
     def test_a_missing_reply_is_an_error_without_asking(self) -> None:
         judge = ScriptedJudge(label("answer"))
-        verdict = grade("behaviour.expected", make_case(), make_evidence(None), judge)
+        verdict = ask("behaviour.expected", make_case(), make_evidence(None), judge)
         assert verdict.status == "error"
         assert judge.requests == []
 
@@ -206,7 +152,7 @@ class TestBehaviourExpected:
 class TestPrivacyNames:
     def test_the_reply_is_the_default_target(self) -> None:
         judge = ScriptedJudge(label("none"))
-        verdict = grade("privacy.names", make_case(), make_evidence("Zes weken."), judge)
+        verdict = ask("privacy.names", make_case(), make_evidence("Zes weken."), judge)
         assert verdict.status == "pass"
         (request,) = judge.requests
         assert request.task == "privacy.names"
@@ -215,35 +161,33 @@ class TestPrivacyNames:
 
     def test_a_name_fails(self) -> None:
         judge = ScriptedJudge(label("name", "Jan de Vries"))
-        verdict = grade("privacy.names", make_case(), make_evidence("Vraag het Jan."), judge)
+        verdict = ask("privacy.names", make_case(), make_evidence("Vraag het Jan."), judge)
         assert verdict.status == "fail"
         assert "personal name in the reply" in verdict.detail
 
     def test_the_prompt_target_joins_the_base_user_turns(self) -> None:
         judge = ScriptedJudge(label("name"))
         case = make_case(turns=["Ik ben Piet.", "Mag mijn buurman dat?"], variants=VARIANTS)
-        verdict = grade("privacy.names", case, make_evidence(None), judge, target="prompt")
+        verdict = ask("privacy.names", case, make_evidence(None), judge, target="prompt")
         assert verdict.status == "fail"
         (request,) = judge.requests
         assert request.inputs == {"text": "Ik ben Piet.\n\nMag mijn buurman dat?"}
 
     def test_a_missing_reply_is_an_error_for_the_reply_target(self) -> None:
         judge = ScriptedJudge(label("none"))
-        verdict = grade("privacy.names", make_case(), make_evidence(None), judge)
+        verdict = ask("privacy.names", make_case(), make_evidence(None), judge)
         assert verdict.status == "error"
         assert judge.requests == []
 
     def test_an_unknown_target_is_refused_at_load(self) -> None:
-        spec = CriterionSpec.model_validate({"kind": "privacy.names", "target": "both"})
-        with pytest.raises(CriterionParamsError, match="target"):
-            builtin_registry().validate(spec)
+        assert "target" in params_error("privacy.names", target="both")
 
 
 class TestNuggetsCoverage:
     def test_one_request_per_vital_nugget(self) -> None:
         judge = ScriptedJudge(label("support"))
         case = make_case(turns=["Eerste.", "Tweede?"], nuggets=NUGGETS)
-        verdict = grade("nuggets.coverage", case, make_evidence("Zes weken."), judge)
+        verdict = ask("nuggets.coverage", case, make_evidence("Zes weken."), judge)
         assert verdict.status == "pass"
         assert [request.inputs for request in judge.requests] == [
             {
@@ -277,7 +221,7 @@ class TestNuggetsCoverage:
         }
         judge = ScriptedJudge(by_input("nugget", answers))
         case = make_case(nuggets=NUGGETS)
-        verdict = grade("nuggets.coverage", case, make_evidence(), judge, min=minimum)
+        verdict = ask("nuggets.coverage", case, make_evidence(), judge, min=minimum)
         assert verdict.status == status, verdict.detail
 
     def test_the_default_min_needs_every_vital_nugget(self) -> None:
@@ -286,7 +230,7 @@ class TestNuggetsCoverage:
             "Bezwaar maak je bij het bestuursorgaan.": label("partial_support"),
         }
         judge = ScriptedJudge(by_input("nugget", answers))
-        verdict = grade("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
+        verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
         assert verdict.status == "fail"
         assert "coverage 0.75 of 2 vital nugget(s) (min 1.00)" in verdict.detail
         assert "#2 'Bezwaar maak je bij het bestuursorgaan.' (partly)" in verdict.detail
@@ -295,7 +239,7 @@ class TestNuggetsCoverage:
     def test_the_detail_shortens_long_nuggets(self) -> None:
         long = "Het bestuursorgaan beslist binnen zes weken " + "na ontvangst " * 20
         case = make_case(nuggets=[{"text": long}])
-        verdict = grade(
+        verdict = ask(
             "nuggets.coverage", case, make_evidence(), ScriptedJudge(label("not_support"))
         )
         assert verdict.status == "fail"
@@ -307,13 +251,13 @@ class TestNuggetsCoverage:
     )
     def test_without_vital_nuggets_it_does_not_apply(self, nuggets: list[dict[str, Any]]) -> None:
         judge = ScriptedJudge(label("support"))
-        verdict = grade("nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), judge)
+        verdict = ask("nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), judge)
         assert verdict.status == "not_applicable"
         assert judge.requests == []
 
     def test_a_missing_reply_is_an_error(self) -> None:
         judge = ScriptedJudge(label("support"))
-        verdict = grade("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(None), judge)
+        verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(None), judge)
         assert verdict.status == "error"
         assert judge.requests == []
 
@@ -323,16 +267,14 @@ class TestNuggetsCoverage:
             "Bezwaar maak je bij het bestuursorgaan.": JudgeError("rate limited"),
         }
         judge = ScriptedJudge(by_input("nugget", answers))
-        verdict = grade("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
+        verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
         assert verdict.status == "error"
         assert verdict.detail.startswith("nugget 2 of 2: ")
         assert "rate limited" in verdict.detail
 
     @pytest.mark.parametrize("minimum", [-0.1, 1.5, "veel"])
     def test_min_outside_zero_to_one_is_refused(self, minimum: object) -> None:
-        spec = CriterionSpec.model_validate({"kind": "nuggets.coverage", "min": minimum})
-        with pytest.raises(CriterionParamsError, match="min"):
-            builtin_registry().validate(spec)
+        assert "min" in params_error("nuggets.coverage", min=minimum)
 
     def test_requests_go_out_together_and_answers_keep_case_order(self) -> None:
         nuggets = [{"text": f"Feit {index}."} for index in range(4)]
@@ -351,7 +293,7 @@ class TestNuggetsCoverage:
                 await asyncio.sleep(0.01 * (len(nuggets) - seen.index(nugget)))
                 return label("support" if nugget == "Feit 0." else "not_support")
 
-        verdict = grade(
+        verdict = ask(
             "nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), GatheringJudge()
         )
         assert verdict.status == "fail"
@@ -364,7 +306,7 @@ class TestCompareEquivalent:
         case = make_case(variants=VARIANTS)
         replies = {"kern-001-a": "Zes weken.", "kern-001-b": "Binnen 6 weken."}
         evidence = make_evidence("De termijn is zes weken.", variants=variant_evidence(replies))
-        verdict = grade("compare.equivalent", case, evidence, judge)
+        verdict = ask("compare.equivalent", case, evidence, judge)
         assert verdict.status == "pass"
         assert verdict.detail == "all 2 variant(s) equivalent"
         base = {"question": ["Hoe lang duurt bezwaar?"], "reply": "De termijn is zes weken."}
@@ -392,7 +334,7 @@ class TestCompareEquivalent:
         }
         judge = ScriptedJudge(by_input("variant_reply", answers))
         evidence = make_evidence(variants=variant_evidence(replies))
-        verdict = grade("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
+        verdict = ask("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
         assert verdict.status == "fail"
         assert verdict.detail == (
             "1 of 2 variant(s) equivalent; 'kern-001-b' is not equivalent: another term"
@@ -402,14 +344,14 @@ class TestCompareEquivalent:
         judge = ScriptedJudge(label("equivalent"))
         replies = {"kern-001-a": None, "kern-001-b": "Zes weken."}
         evidence = make_evidence(variants=variant_evidence(replies))
-        verdict = grade("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
+        verdict = ask("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
         assert verdict.status == "fail"
         assert "'kern-001-a' gave no reply (timeout)" in verdict.detail
         assert [request.inputs["variant_reply"] for request in judge.requests] == ["Zes weken."]
 
     def test_without_variants_it_does_not_apply(self) -> None:
         judge = ScriptedJudge(label("equivalent"))
-        verdict = grade("compare.equivalent", make_case(), make_evidence(), judge)
+        verdict = ask("compare.equivalent", make_case(), make_evidence(), judge)
         assert verdict.status == "not_applicable"
         assert judge.requests == []
 
@@ -417,14 +359,14 @@ class TestCompareEquivalent:
         replies = {"kern-001-a": "Zes weken.", "kern-001-b": "Zes weken."}
         evidence = make_evidence(None, variants=variant_evidence(replies))
         judge = ScriptedJudge(label("equivalent"))
-        verdict = grade("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
+        verdict = ask("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
         assert verdict.status == "error"
         assert judge.requests == []
 
     def test_a_variant_absent_from_the_evidence_is_an_error(self) -> None:
         evidence = make_evidence(variants=variant_evidence({"kern-001-a": "Zes weken."}))
         judge = ScriptedJudge(label("equivalent"))
-        verdict = grade("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
+        verdict = ask("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
         assert verdict.status == "error"
         assert "'kern-001-b'" in verdict.detail
 
@@ -436,7 +378,7 @@ class TestCompareEquivalent:
         }
         judge = ScriptedJudge(by_input("variant_reply", answers))
         evidence = make_evidence(variants=variant_evidence(replies))
-        verdict = grade("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
+        verdict = ask("compare.equivalent", make_case(variants=VARIANTS), evidence, judge)
         assert verdict.status == "error"
         assert verdict.detail.startswith("variant 'kern-001-a': ")
 
@@ -454,4 +396,4 @@ def test_an_unexpected_judge_exception_is_not_swallowed_by_a_kind() -> None:
         make_case(nuggets=NUGGETS), make_evidence(), params=NuggetsParams(), ctx=ctx
     )
     with pytest.raises(RuntimeError, match="defect in the judge"):
-        run(coro)
+        asyncio.run(coro)

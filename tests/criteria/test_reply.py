@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +11,14 @@ import yaml
 
 from soev_pipeline.cli import load
 from soev_pipeline.core import (
-    Case,
     CriterionContext,
     CriterionParamsError,
-    CriterionSpec,
-    Evidence,
     LanguageDetectionError,
+    LanguageDetector,
     Verdict,
 )
-from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.judges import LangidDetector
+from tests.support.builders import grade, make_evidence, params_error
 
 # Replies of Dutch legal advice, full of abbreviations and article labels.
 DUTCH_REPLIES = [
@@ -81,73 +77,32 @@ class ScriptedDetector:
         return self.answers[text]
 
 
-def make_case(**fields: Any) -> Case:
-    return Case.model_validate({"id": "kern-001", "suite": "kern", "input": "Vraag?", **fields})
-
-
-def make_evidence(reply: str | None) -> Evidence:
-    now = datetime(2025, 1, 1, tzinfo=UTC)
-    return Evidence(
-        case_id="kern-001",
-        suite="kern",
-        split="dev",
-        attempt=0,
-        reply=reply,
-        started_at=now,
-        finished_at=now,
-    )
-
-
-def grade(
-    kind: str, reply: str | None, ctx: CriterionContext | None = None, **params: Any
-) -> Verdict:
-    spec = CriterionSpec.model_validate({"kind": kind, **params})
-    registry = builtin_registry()
-    return asyncio.run(
-        registry.evaluate(spec, make_case(), make_evidence(reply), ctx or CriterionContext())
-    )
-
-
-def params_error(kind: str, **params: Any) -> str:
-    spec = CriterionSpec.model_validate({"kind": kind, **params})
-    with pytest.raises(CriterionParamsError) as raised:
-        builtin_registry().validate(spec)
-    return str(raised.value)
+def language(reply: str | None, detector: LanguageDetector | None, **params: Any) -> Verdict:
+    """Grade `reply.language` with `detector`, for Dutch unless `language` says otherwise."""
+    ctx = CriterionContext(language_detector=detector)
+    return grade("reply.language", make_evidence(reply), ctx=ctx, **{"language": "nl", **params})
 
 
 class TestLanguage:
     @pytest.mark.parametrize("reply", DUTCH_REPLIES)
     def test_dutch_legal_replies_are_dutch(self, detector: LangidDetector, reply: str) -> None:
-        verdict = grade(
-            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
-        )
+        verdict = language(reply, detector)
         assert verdict.status == "pass", verdict.detail
         assert verdict.version == "1"
 
     def test_abbreviations_do_not_split_sentences(self, detector: LangidDetector) -> None:
-        verdict = grade(
-            "reply.language",
-            DUTCH_REPLIES[0],
-            CriterionContext(language_detector=detector),
-            language="nl",
-        )
+        verdict = language(DUTCH_REPLIES[0], detector)
         assert verdict.detail == "6/6 sentences in nl (1.00)"
 
     def test_an_english_reply_fails_a_dutch_criterion(self, detector: LangidDetector) -> None:
         reply = "You can object within six weeks. The period starts after the decision."
-        ctx = CriterionContext(language_detector=detector)
-        failed = grade("reply.language", reply, ctx, language="nl")
+        failed = language(reply, detector)
         assert failed.status == "fail"
         assert failed.detail.startswith("0/2 sentences in nl (0.00); not nl: [en] ")
-        assert grade("reply.language", reply, ctx, language="en").status == "pass"
+        assert language(reply, detector, language="en").status == "pass"
 
     def test_a_mixed_reply_fails_by_default(self, detector: LangidDetector) -> None:
-        verdict = grade(
-            "reply.language",
-            MIXED_REPLY,
-            CriterionContext(language_detector=detector),
-            language="nl",
-        )
+        verdict = language(MIXED_REPLY, detector)
         assert verdict.status == "fail"
         assert verdict.detail == (
             "4/5 sentences in nl (0.80); not nl: "
@@ -156,38 +111,26 @@ class TestLanguage:
 
     @pytest.mark.parametrize(("min_share", "status"), [(0.8, "pass"), (0.81, "fail"), (0, "pass")])
     def test_min_share(self, detector: LangidDetector, min_share: float, status: str) -> None:
-        ctx = CriterionContext(language_detector=detector)
-        verdict = grade("reply.language", MIXED_REPLY, ctx, language="nl", min_share=min_share)
-        assert verdict.status == status
+        assert language(MIXED_REPLY, detector, min_share=min_share).status == status
 
     def test_short_and_non_linguistic_sentences_do_not_count(self) -> None:
         detector = ScriptedDetector({"Het bezwaar is gegrond.": "nl"})
         reply = "Het bezwaar is gegrond. Zie art. 6:7 Awb. Ja. 12345. BWBR0005537/artikel-6:7."
-        verdict = grade(
-            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
-        )
+        verdict = language(reply, detector)
         assert verdict.status == "pass"
         assert verdict.detail == "1/1 sentences in nl (1.00); 4 not counted"
         assert detector.asked == ["Het bezwaar is gegrond."]
 
     def test_a_sentence_the_detector_cannot_read_does_not_count(self) -> None:
         detector = ScriptedDetector({"Het bezwaar is gegrond.": "nl"})
-        reply = "Het bezwaar is gegrond. Lorem ipsum dolor sit."
-        verdict = grade(
-            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
-        )
+        verdict = language("Het bezwaar is gegrond. Lorem ipsum dolor sit.", detector)
         assert verdict.status == "pass"
         assert verdict.detail == "1/1 sentences in nl (1.00); 1 not counted"
 
     def test_the_detail_lists_three_other_sentences_and_counts_the_rest(self) -> None:
         others = [f"Sentence number {word} is English." for word in ("one", "two", "three", "four")]
         detector = ScriptedDetector({sentence: "en" for sentence in others})
-        verdict = grade(
-            "reply.language",
-            " ".join(others),
-            CriterionContext(language_detector=detector),
-            language="nl",
-        )
+        verdict = language(" ".join(others), detector)
         assert verdict.status == "fail"
         assert verdict.detail.endswith("'Sentence number three is English.' and 1 more")
         assert "four" not in verdict.detail
@@ -196,28 +139,23 @@ class TestLanguage:
     def test_nothing_to_detect_is_not_applicable(
         self, detector: LangidDetector, reply: str
     ) -> None:
-        verdict = grade(
-            "reply.language", reply, CriterionContext(language_detector=detector), language="nl"
-        )
+        verdict = language(reply, detector)
         assert verdict.status == "not_applicable"
         assert "no sentence" in verdict.detail
 
     def test_no_reply_is_an_error(self, detector: LangidDetector) -> None:
-        verdict = grade(
-            "reply.language", None, CriterionContext(language_detector=detector), language="nl"
-        )
+        verdict = language(None, detector)
         assert (verdict.status, verdict.detail) == ("error", "no reply")
 
     def test_no_detector_is_an_error(self) -> None:
-        verdict = grade("reply.language", DUTCH_REPLIES[0], language="nl")
+        verdict = language(DUTCH_REPLIES[0], None)
         assert verdict.status == "error"
         assert "no language detector" in verdict.detail
 
     def test_a_language_the_detector_cannot_detect_is_an_error(
         self, detector: LangidDetector
     ) -> None:
-        ctx = CriterionContext(language_detector=detector)
-        verdict = grade("reply.language", DUTCH_REPLIES[0], ctx, language="fy")
+        verdict = language(DUTCH_REPLIES[0], detector, language="fy")
         assert verdict.status == "error"
         assert "cannot detect 'fy'" in verdict.detail
 
@@ -230,12 +168,12 @@ class TestLanguage:
 
 
 class TestContains:
-    REPLY = "De bezwaartermijn is zes weken (art. 6:7 Awb)."
+    EVIDENCE = make_evidence("De bezwaartermijn is zes weken (art. 6:7 Awb).")
 
     def test_passes_when_every_pattern_matches(self) -> None:
         verdict = grade(
             "reply.contains",
-            self.REPLY,
+            self.EVIDENCE,
             substrings=["ZES WEKEN", "awb"],
             regex=[r"art\. 6:7\b", r"BEZWAAR\w+"],
         )
@@ -244,28 +182,33 @@ class TestContains:
 
     def test_fails_and_names_what_is_missing(self) -> None:
         verdict = grade(
-            "reply.contains", self.REPLY, substrings=["zes weken", "acht weken"], regex=[r"6:8"]
+            "reply.contains",
+            self.EVIDENCE,
+            substrings=["zes weken", "acht weken"],
+            regex=[r"6:8"],
         )
         assert verdict.status == "fail"
         assert verdict.detail == "2 of 3 missing: substring 'acht weken', regex '6:8'"
 
     def test_case_sensitive(self) -> None:
         for kind in ("reply.contains", "reply.not_contains"):
-            substring = grade(kind, self.REPLY, substrings=["awb"], case_sensitive=True)
-            pattern = grade(kind, self.REPLY, regex=["ZES"], case_sensitive=True)
+            substring = grade(kind, self.EVIDENCE, substrings=["awb"], case_sensitive=True)
+            pattern = grade(kind, self.EVIDENCE, regex=["ZES"], case_sensitive=True)
             assert (substring.status, pattern.status) == (
                 ("fail", "fail") if kind == "reply.contains" else ("pass", "pass")
             )
 
     def test_not_contains_passes_when_nothing_matches(self) -> None:
-        verdict = grade("reply.not_contains", self.REPLY, substrings=["acht weken"], regex=["6:8"])
+        verdict = grade(
+            "reply.not_contains", self.EVIDENCE, substrings=["acht weken"], regex=["6:8"]
+        )
         assert (verdict.status, verdict.detail) == ("pass", "none of 2 pattern(s) matched")
         assert verdict.version == "1"
 
     def test_not_contains_fails_and_names_what_matched(self) -> None:
         verdict = grade(
             "reply.not_contains",
-            self.REPLY,
+            self.EVIDENCE,
             substrings=["acht weken", "Zes Weken"],
             regex=[r"\d:7"],
         )
@@ -274,7 +217,7 @@ class TestContains:
 
     @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
     def test_no_reply_is_an_error(self, kind: str) -> None:
-        verdict = grade(kind, None, substrings=["zes"])
+        verdict = grade(kind, make_evidence(None), substrings=["zes"])
         assert (verdict.status, verdict.detail) == ("error", "no reply")
 
     @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
@@ -342,12 +285,12 @@ class TestMaxLength:
     def test_counts_unicode_characters(
         self, reply: str, maximum: int, status: str, detail: str
     ) -> None:
-        verdict = grade("reply.max_length", reply, max=maximum)
+        verdict = grade("reply.max_length", make_evidence(reply), max=maximum)
         assert (verdict.status, verdict.detail) == (status, detail)
         assert verdict.version == "1"
 
     def test_no_reply_is_an_error(self) -> None:
-        verdict = grade("reply.max_length", None, max=10)
+        verdict = grade("reply.max_length", make_evidence(None), max=10)
         assert (verdict.status, verdict.detail) == ("error", "no reply")
 
     @pytest.mark.parametrize("params", [{}, {"max": -1}, {"max": "veel"}])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,68 +12,43 @@ import pytest
 import yaml
 
 from soev_pipeline.cli import load
-from soev_pipeline.core.canonical import sha256_text
-from soev_pipeline.core.errors import CriterionParamsError, JudgeError
-from soev_pipeline.core.models import Case, CaseDefinition, CriterionSpec, Evidence, Verdict
-from soev_pipeline.core.ports import CriterionContext, JudgeRequest, JudgeResult
+from soev_pipeline.core import (
+    CaseDefinition,
+    CriterionContext,
+    CriterionParamsError,
+    CriterionSpec,
+    JudgeError,
+    Verdict,
+    sha256_text,
+)
 from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.criteria.rubric import RubricParams
 from soev_pipeline.criteria.watsonx import CATALOG, Criteria, catalog_criterion, render
+from tests.support.builders import (
+    ScriptedJudge,
+    grade,
+    label,
+    make_case,
+    make_evidence,
+    params_error,
+)
 
 RUBRIC = "Grade the reply.\n\n- good: correct and complete\n- weak: partly correct\n- bad: wrong\n"
 
 
-class ScriptedJudge:
-    """A judge that records each request and gives one scripted answer to all of them."""
-
-    def __init__(self, answer: object) -> None:
-        self._answer = answer
-        self.requests: list[JudgeRequest] = []
-
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        self.requests.append(request)
-        if isinstance(self._answer, BaseException):
-            raise self._answer
-        return self._answer  # type: ignore[return-value]
+REPLY = "Ja, binnen zes weken."
+CASE = make_case(turns=["Mag ik bezwaar maken?", "Hoe lang?"])
 
 
-def label(name: str, detail: str = "") -> JudgeResult:
-    return JudgeResult(label=name, detail=detail, model="judge-m", prompt_sha="p" * 64)
-
-
-def make_case() -> Case:
-    return Case.model_validate(
-        {"id": "kern-001", "suite": "kern", "turns": ["Mag ik bezwaar maken?", "Hoe lang?"]}
-    )
-
-
-def make_evidence(reply: str | None = "Ja, binnen zes weken.") -> Evidence:
-    moment = datetime(2025, 1, 1, tzinfo=UTC)
-    return Evidence(
-        case_id="kern-001",
-        suite="kern",
-        split="dev",
-        attempt=0,
-        reply=reply,
-        started_at=moment,
-        finished_at=moment,
-    )
-
-
-def spec(**params: Any) -> CriterionSpec:
-    return CriterionSpec.model_validate({"kind": "rubric.judge", **params})
-
-
-def grade(
+def ask(
     judge: ScriptedJudge | None,
     *,
     rubrics: dict[str, str] | None = None,
-    reply: str | None = "Ja, binnen zes weken.",
+    reply: str | None = REPLY,
     **params: Any,
 ) -> Verdict:
     ctx = CriterionContext(judge=judge, rubrics=rubrics or {})
-    evaluation = builtin_registry().evaluate(spec(**params), make_case(), make_evidence(reply), ctx)
-    return asyncio.run(evaluation)
+    return grade("rubric.judge", make_evidence(reply), case=CASE, ctx=ctx, **params)
 
 
 FILE_FORM: dict[str, Any] = {
@@ -95,7 +69,7 @@ INLINE: dict[str, Any] = {
 class TestRubricFile:
     def test_the_request_carries_the_rubric_text(self) -> None:
         judge = ScriptedJudge(label("good", "Complete."))
-        verdict = grade(judge, rubrics={"rubrics/grade.md": RUBRIC}, **FILE_FORM)
+        verdict = ask(judge, rubrics={"rubrics/grade.md": RUBRIC}, **FILE_FORM)
         assert verdict.status == "pass"
         assert verdict.detail == "label 'good' (pass: 'good'): Complete."
         (request,) = judge.requests
@@ -115,12 +89,12 @@ class TestRubricFile:
     )
     def test_passes_on_a_pass_label(self, given: str, status: str) -> None:
         params = FILE_FORM | {"pass_labels": ["good", "weak"]}
-        verdict = grade(ScriptedJudge(label(given)), rubrics={"rubrics/grade.md": RUBRIC}, **params)
+        verdict = ask(ScriptedJudge(label(given)), rubrics={"rubrics/grade.md": RUBRIC}, **params)
         assert verdict.status == status
 
     def test_a_rubric_that_was_not_loaded_is_an_error(self) -> None:
         judge = ScriptedJudge(label("good"))
-        verdict = grade(judge, rubrics={}, **FILE_FORM)
+        verdict = ask(judge, rubrics={}, **FILE_FORM)
         assert verdict.status == "error"
         assert "'rubrics/grade.md'" in verdict.detail
         assert judge.requests == []
@@ -140,20 +114,20 @@ class TestFailsClosed:
     def test_an_unusable_answer_is_an_error(self, form: str, answer: object) -> None:
         judge = ScriptedJudge(answer)
         params = FILE_FORM if form == "file" else {"criterion": "conciseness"}
-        verdict = grade(judge, rubrics={"rubrics/grade.md": RUBRIC}, **params)
+        verdict = ask(judge, rubrics={"rubrics/grade.md": RUBRIC}, **params)
         assert verdict.status == "error", verdict.detail
         assert len(judge.requests) == 1
 
     @pytest.mark.parametrize("form", ["file", "criterion"])
     def test_without_a_judge_it_is_an_error(self, form: str) -> None:
         params = FILE_FORM if form == "file" else {"criterion": "conciseness"}
-        verdict = grade(None, rubrics={"rubrics/grade.md": RUBRIC}, **params)
+        verdict = ask(None, rubrics={"rubrics/grade.md": RUBRIC}, **params)
         assert verdict.status == "error"
         assert "no judge" in verdict.detail
 
     def test_a_missing_reply_is_an_error(self) -> None:
         judge = ScriptedJudge(label("Yes"))
-        verdict = grade(judge, reply=None, criterion="conciseness")
+        verdict = ask(judge, reply=None, criterion="conciseness")
         assert verdict.status == "error"
         assert judge.requests == []
 
@@ -175,12 +149,12 @@ class TestWatsonxCriterion:
         params: dict[str, Any] = {"criterion": INLINE}
         if minimum is not None:
             params["min_value"] = minimum
-        verdict = grade(ScriptedJudge(label(given)), **params)
+        verdict = ask(ScriptedJudge(label(given)), **params)
         assert verdict.status == status, verdict.detail
 
     def test_the_request_carries_the_rendered_criterion(self) -> None:
         judge = ScriptedJudge(label("Correct"))
-        verdict = grade(judge, criterion=INLINE, min_value=0.5)
+        verdict = ask(judge, criterion=INLINE, min_value=0.5)
         (request,) = judge.requests
         assert request.task == "rubric.judge"
         assert set(request.inputs) == {"rubric", "question", "reply"}
@@ -197,9 +171,9 @@ class TestWatsonxCriterion:
             "criterion": {"name": "Termijn", "description": "Names the reply a term?"}
         }
         judge = ScriptedJudge(label("Yes"))
-        assert grade(judge, **params).status == "pass"
+        assert ask(judge, **params).status == "pass"
         assert judge.requests[0].allowed_labels == ("Yes", "No")
-        assert grade(ScriptedJudge(label("No")), **params).status == "fail"
+        assert ask(ScriptedJudge(label("No")), **params).status == "fail"
 
     @pytest.mark.parametrize(
         "name",
@@ -212,15 +186,15 @@ class TestWatsonxCriterion:
     )
     def test_catalog_names_in_any_spelling(self, name: str) -> None:
         judge = ScriptedJudge(label("Excellent"))
-        verdict = grade(judge, criterion=name)
+        verdict = ask(judge, criterion=name)
         assert verdict.status == "pass"
         assert judge.requests[0].allowed_labels == ("Excellent", "Good", "Poor")
         assert "Criterion: Summarization quality" in str(judge.requests[0].inputs["rubric"])
 
     def test_coherence_passes_only_its_best_option_by_default(self) -> None:
-        assert grade(ScriptedJudge(label("5")), criterion="coherence").status == "pass"
-        assert grade(ScriptedJudge(label("4")), criterion="Coherence").status == "fail"
-        assert grade(ScriptedJudge(label("4")), criterion="coherence", min_value=0.75).status == (
+        assert ask(ScriptedJudge(label("5")), criterion="coherence").status == "pass"
+        assert ask(ScriptedJudge(label("4")), criterion="Coherence").status == "fail"
+        assert ask(ScriptedJudge(label("4")), criterion="coherence", min_value=0.75).status == (
             "pass"
         )
 
@@ -229,13 +203,13 @@ class TestWatsonxCriterion:
         params: dict[str, Any] = {"criterion": "harmfulness"}
         if minimum is not None:
             params["min_value"] = minimum
-        assert grade(ScriptedJudge(label("Yes")), **params).status == "fail"
-        assert grade(ScriptedJudge(label("No")), **params).status == "pass"
+        assert ask(ScriptedJudge(label("Yes")), **params).status == "fail"
+        assert ask(ScriptedJudge(label("No")), **params).status == "pass"
 
     @pytest.mark.parametrize("minimum", [0.0, -1.0, 1.5])
     def test_a_min_value_that_passes_harm_or_nothing_is_refused(self, minimum: float) -> None:
-        with pytest.raises(CriterionParamsError, match="min_value"):
-            builtin_registry().validate(spec(criterion="Harmfulness", min_value=minimum))
+        message = params_error("rubric.judge", criterion="Harmfulness", min_value=minimum)
+        assert "min_value" in message
 
     def test_params_survive_a_round_trip(self) -> None:
         for name in CATALOG:
@@ -341,10 +315,9 @@ REASONS = {
 
 @pytest.mark.parametrize("name", list(INVALID))
 def test_invalid_parameters_are_refused(name: str) -> None:
-    with pytest.raises(CriterionParamsError) as caught:
-        builtin_registry().validate(spec(**INVALID[name]))
-    assert str(caught.value).startswith("criterion 'rubric.judge': parameter ")
-    assert REASONS[name] in str(caught.value)
+    message = params_error("rubric.judge", **INVALID[name])
+    assert message.startswith("criterion 'rubric.judge': parameter ")
+    assert REASONS[name] in message
 
 
 def write_project(directory: Path, criterion: str, *, rubric: str | None = RUBRIC) -> Path:
@@ -390,7 +363,7 @@ class TestLoading:
         judge = ScriptedJudge(label("bad"))
         ctx = CriterionContext(judge=judge, rubrics=loaded.context.rubrics)
         evaluation = loaded.registry.evaluate(
-            case.criteria[0], case, make_evidence(), ctx, params=loaded.params[(case.id, 0)]
+            case.criteria[0], case, make_evidence(REPLY), ctx, params=loaded.params[(case.id, 0)]
         )
         verdict = asyncio.run(evaluation)
         assert verdict.status == "fail"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,10 +12,10 @@ from typing import Any
 import pytest
 
 from soev_pipeline.cli import load, main
-from soev_pipeline.core import Case, CriterionContext, Evidence
+from soev_pipeline.core import Case, CriterionContext
 from soev_pipeline.corpus import load_corpus
-from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.reference import ReferenceServer
+from tests.support.builders import make_case, make_evidence
 
 DEMO = Path(__file__).parents[2] / "examples" / "demo"
 
@@ -47,11 +46,6 @@ JUDGE_KINDS = {
     "compare.equivalent",
 }
 
-_MISSING = sorted(RULE_KINDS - set(builtin_registry()))
-needs_kinds = pytest.mark.skipif(
-    bool(_MISSING), reason=f"criterion kinds not registered yet: {', '.join(_MISSING)}"
-)
-
 # The dev cases the demo's suite files say fail, and the criteria that fail them.
 EXPECTED_FAILURES = {
     "kern-006": {"citations.required", "demo.names_article"},
@@ -65,7 +59,6 @@ EXPECTED_FAILURES = {
 }
 
 
-@needs_kinds
 def test_the_demo_loads_and_uses_every_rule_kind_and_no_judge_kind() -> None:
     loaded = load(DEMO / "project.yaml")
 
@@ -84,7 +77,6 @@ def test_the_demo_loads_and_uses_every_rule_kind_and_no_judge_kind() -> None:
     assert any(case.variants for case in cases)
 
 
-@needs_kinds
 def test_the_demo_finds_its_system_through_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -97,7 +89,6 @@ def test_the_demo_finds_its_system_through_the_environment(
     assert chosen.project.system.url == "http://127.0.0.1:40123/"
 
 
-@needs_kinds
 def test_the_demo_run_fails_the_cases_its_suites_say_fail(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,27 +124,12 @@ def _hooks() -> ModuleType:
     return module
 
 
-def _case(**fields: Any) -> Case:
-    return Case.model_validate({"id": "c-1", "suite": "kern", "input": "Vraag?", **fields})
-
-
-def _evidence(reply: str | None) -> Evidence:
-    now = datetime.now(UTC)
-    return Evidence(
-        case_id="c-1",
-        suite="kern",
-        split="dev",
-        attempt=0,
-        reply=reply,
-        started_at=now,
-        finished_at=now,
-    )
-
-
 def _grade(case: Case, reply: str | None, **params: Any) -> str:
     (kind,) = _hooks().CRITERIA
     ctx = CriterionContext(corpus=load_corpus(DEMO / "corpus.jsonl"))
-    evaluation = kind.evaluate(case, _evidence(reply), params=kind.params_model(**params), ctx=ctx)
+    evaluation = kind.evaluate(
+        case, make_evidence(reply), params=kind.params_model(**params), ctx=ctx
+    )
     return str(asyncio.run(evaluation).status)
 
 
@@ -172,21 +148,21 @@ def _grade(case: Case, reply: str | None, **params: Any) -> str:
 def test_names_article_reads_the_mention_in_the_reply(
     reply: str, params: dict[str, Any], status: str
 ) -> None:
-    case = _case(sources={"required": [["BWBR0005537/artikel-6:7/lid-1"]]})
+    case = make_case(sources={"required": [["BWBR0005537/artikel-6:7/lid-1"]]})
 
     assert _grade(case, reply, **params) == status
 
 
 def test_names_article_needs_each_required_group() -> None:
-    case = _case(sources={"required": ["BWBR0005537/artikel-6:7", "BWBR0005537/artikel-6:8"]})
+    case = make_case(sources={"required": ["BWBR0005537/artikel-6:7", "BWBR0005537/artikel-6:8"]})
 
     assert _grade(case, "Zie artikel 6:7 Awb en artikel 6:8 Awb.") == "pass"
     assert _grade(case, "Zie artikel 6:7 Awb.") == "fail"
 
 
 def test_names_article_without_sources_or_reply() -> None:
-    sourced = _case(sources={"required": ["BWBR0005537/artikel-6:7"]})
+    sourced = make_case(sources={"required": ["BWBR0005537/artikel-6:7"]})
 
-    assert _grade(_case(), "Iets.") == "not_applicable"
+    assert _grade(make_case(), "Iets.") == "not_applicable"
     assert _grade(sourced, None) == "error"
-    assert _grade(_case(sources={"required": ["BWBR0005537"]}), "x") == "error"
+    assert _grade(make_case(sources={"required": ["BWBR0005537"]}), "x") == "error"
