@@ -130,11 +130,20 @@ class SoevThreadArm(ConversationArm):
             await response.aclose()
 
     async def _delete(self, path: str) -> None:
-        """Delete a thread, best effort: shielded from cancellation, bounded, never failing."""
+        """Delete a thread, best effort: shielded from cancellation, bounded, never failing.
+
+        When the attempt is cancelled (Ctrl-C), the delete is still awaited, within its own
+        short timeout, before the cancellation goes on: the client closes right after, and
+        would cut a delete left running in the background.
+        """
         task = asyncio.create_task(self._send_delete(path))
         self._deletes.add(task)
         task.add_done_callback(self._deletes.discard)
-        await asyncio.shield(task)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait({task}, timeout=DELETE_TIMEOUT_S)
+            raise
 
     async def _send_delete(self, path: str) -> None:
         timeout_s = min(DELETE_TIMEOUT_S, self._system.timeout_s)
