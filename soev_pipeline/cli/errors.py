@@ -47,8 +47,6 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, i
         return _validation(exc, project), EXIT_ERROR
     if isinstance(exc, yaml.YAMLError):
         return _yaml(exc, project), EXIT_ERROR
-    if isinstance(exc, FileNotFoundError):
-        return f"{exc.filename or project}: no such file", EXIT_ERROR
     if isinstance(exc, OSError):
         return f"{exc.filename or project}: {exc.strerror or exc}", EXIT_ERROR
     if isinstance(exc, ImportError):

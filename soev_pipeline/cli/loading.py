@@ -152,7 +152,9 @@ def load(
             try:
                 registry.register(kind)
             except DuplicateCriterionError as exc:
-                raise DuplicateCriterionError(f"hooks module {project.hooks!r}: {exc}") from None
+                raise DuplicateCriterionError(
+                    f"{path}: hooks: module {project.hooks!r}: {exc}"
+                ) from None
         setup = getattr(module, "SETUP", None)
     if not suite_files:
         context = CriterionContext(messages=dict(project.messages))
@@ -160,14 +162,10 @@ def load(
 
     params: dict[tuple[str, int], BaseModel] = {}
     suites = [
-        _load_suite(entry, path.parent, project, registry, params) for entry in project.suites
+        _load_suite(entry, path, project, registry, params) for entry in project.suites
     ]
     _check_unique_ids(suites)
-    rubrics: dict[str, str] = {}
-    for validated in params.values():
-        for reference in _referenced_files(validated):
-            if reference not in rubrics:
-                rubrics[reference] = (path.parent / reference).read_text(encoding="utf-8")
+    rubrics = _read_rubrics(path.parent, suites, params)
     corpus = None
     if project.corpus is not None:
         corpus = load_corpus(path.parent / project.corpus)
@@ -304,14 +302,16 @@ def _located(exc: ValidationError, raw: Any, file: Path) -> str:
 
 def _load_suite(
     entry: SuiteEntry,
-    directory: Path,
+    project_file: Path,
     project: Project,
     registry: CriterionRegistry,
     params: dict[tuple[str, int], BaseModel],
 ) -> Suite:
-    files = list(_glob(directory, entry.files))
+    files = list(_glob(project_file.parent, entry.files))
     if not files:
-        raise SuiteError(f"suite {entry.name!r}: no file matches {entry.files!r} in {directory}")
+        raise SuiteError(
+            f"{project_file}: suites: suite {entry.name!r}: no file matches {entry.files!r}"
+        )
     cases: list[Case] = []
     case_files: dict[str, Path] = {}
     for file in files:
@@ -386,6 +386,36 @@ def _validate_criterion(registry: CriterionRegistry, spec: CriterionSpec, place:
         raise UnknownCriterionError(f"{place}: kind: {exc}") from None
     except CriterionParamsError as exc:
         raise CriterionParamsError(f"{place}: {exc}") from None
+
+
+def _read_rubrics(
+    directory: Path, suites: Sequence[Suite], params: Mapping[tuple[str, int], BaseModel]
+) -> dict[str, str]:
+    """Read every file the criteria name, e.g. rubrics, by their project-relative path.
+
+    Raises:
+        OSError: a file cannot be read; the message names the suite file and the case
+            (a test case by its split alone) whose criterion names it.
+    """
+    texts: dict[str, str] = {}
+    for suite in suites:
+        for case in suite.cases:
+            for index in range(len(case.criteria)):
+                for reference in _referenced_files(params[(case.id, index)]):
+                    if reference in texts:
+                        continue
+                    try:
+                        texts[reference] = (directory / reference).read_text(encoding="utf-8")
+                    except OSError as exc:
+                        file = suite.case_files.get(case.id, suite.files[0])
+                        who = "a test case" if case.split == "test" else f"case {case.id!r}"
+                        reason = exc.strerror or type(exc).__name__
+                        raise OSError(
+                            exc.errno,
+                            f"{reason} (the rubric of {who} in {file}, criteria[{index}])",
+                            str(directory / reference),
+                        ) from None
+    return texts
 
 
 def _referenced_files(params: BaseModel) -> list[str]:

@@ -27,6 +27,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _run_id(text: str) -> str:
+    """A run id is a Dagster partition key: `[a-z0-9][a-z0-9._-]*`."""
+    from soev_pipeline.core.errors import ProjectError
+    from soev_pipeline.run.archive import check_run_id
+
+    try:
+        return check_run_id(text)
+    except ProjectError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_project(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--project",
@@ -61,15 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite", action="append", default=[], metavar="NAME", help="a suite (repeatable)"
     )
     run.add_argument("--split", choices=("dev", "test"), help="one split (default: both)")
-    run.add_argument("--k", type=int, default=1, metavar="N", help="attempts per case")
+    run.add_argument("--k", type=_positive, default=1, metavar="N", help="attempts per case")
     which = run.add_mutually_exclusive_group()
-    which.add_argument("--resume", metavar="RUN_ID", help="run the missing attempts of a run")
-    which.add_argument("--run-id", metavar="NAME", help="the id of the new run")
+    which.add_argument(
+        "--resume", type=_run_id, metavar="RUN_ID", help="run the missing attempts of a run"
+    )
+    which.add_argument("--run-id", type=_run_id, metavar="NAME", help="the id of the new run")
     run.add_argument("--runtime", metavar="NAME", help="a runtime provider entry point")
     _add_runs_dir(run)
 
     report = commands.add_parser("report", help="print the archived report of a run")
-    report.add_argument("run", metavar="RUN")
+    report.add_argument("run", type=_run_id, metavar="RUN")
     report.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_project(report)
     _add_runs_dir(report)
@@ -77,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     rescore = commands.add_parser(
         "rescore", help="grade a run's evidence with the current criteria"
     )
-    rescore.add_argument("run", metavar="RUN")
+    rescore.add_argument("run", type=_run_id, metavar="RUN")
     rescore.add_argument(
         "--offline", action="store_true", help="no runtime; judge answers from the cache only"
     )

@@ -4,7 +4,6 @@ Each asset calls one function of `soev_pipeline.run.service`. Metadata shows agg
 and dev case ids only; test cases never appear here.
 """
 
-import asyncio
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Literal
 
 import dagster as dg
 
+from soev_pipeline.cli.runtimes import BUILTIN
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.ports import Judge
 from soev_pipeline.run.archive import RunArchive
@@ -24,9 +24,10 @@ from soev_pipeline.run.service import (
     prompt_hashes,
     prompts_version,
 )
+from soev_pipeline.run.session import RuntimeSession
 
 from .io import EvidenceRef, ScoringRef
-from .resources import Progress, SoevProject
+from .resources import Progress, RuntimeResource, SoevProject
 
 runs_partitions = dg.DynamicPartitionsDefinition(name="runs")
 RUN_ASSETS_IO = "run_archive_io_manager"
@@ -136,6 +137,7 @@ def attempt(
     context: dg.AssetExecutionContext,
     config: EvaluateConfig,
     project: SoevProject,
+    runtime: RuntimeResource,
     progress: dg.ResourceParam[Progress],
 ) -> dg.Output[EvidenceRef]:
     run_id = context.partition_key
@@ -144,18 +146,14 @@ def attempt(
         raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
     split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
     selection = RunSelection(tuple(config.suites), split, config.k)
-    runtime = config.runtime or loaded.project.runtime
-    provider = project.runtime(runtime)
+    name = config.runtime or loaded.project.runtime
+    session = runtime.session
+    bindings = session.run(session.bindings(loaded, name, _operation(context), project.state))
     prepared = prepare_run(
-        loaded, project.runs, run_id, selection, resume=config.resume, runtime=runtime
+        loaded, project.runs, run_id, selection, resume=config.resume, runtime=name or BUILTIN
     )
-
-    async def attempt() -> Any:
-        async with provider.open(loaded, operation="run") as bindings:
-            return await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
-
     progress.phase(f"{len(prepared.plan)} attempts to run")
-    stats = asyncio.run(attempt())
+    stats = session.run(attempt_run(loaded, prepared, bindings, progress=progress.attempts))
     manifest = prepared.manifest
     return dg.Output(
         EvidenceRef(run_id),
@@ -193,13 +191,12 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext,
         config: GradeConfig,
         project: SoevProject,
+        runtime: RuntimeResource,
         progress: dg.ResourceParam[Progress],
         evidence: RunArchive,
     ) -> dg.Output[ScoringRef]:
         loaded = project.load()
-        operation: Literal["run", "rescore"] = (
-            "run" if context.job_name == "evaluate" else "rescore"
-        )
+        session = runtime.session
 
         async def score() -> Any:
             async with AsyncExitStack() as stack:
@@ -217,9 +214,9 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
                             )
                         )
                 else:
-                    provider = project.runtime(config.runtime or loaded.project.runtime)
-                    bindings = await stack.enter_async_context(
-                        provider.open(loaded, operation=operation)
+                    name = config.runtime or loaded.project.runtime
+                    bindings = await session.bindings(
+                        loaded, name, _operation(context), project.state
                     )
                     judge, detector = bindings.judge, bindings.language_detector
                 progress.phase("grading")
@@ -232,7 +229,7 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
                     progress=progress.graded,
                 )
 
-        scoring_dir, summary = asyncio.run(score())
+        scoring_dir, summary = session.run(score())
         metadata: dict[str, Any] = {
             "scoring": summary.scoring,
             "attempts": summary.attempts,
@@ -263,13 +260,18 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     partitions_def=runs_partitions,
 )
 def report(
-    context: dg.AssetExecutionContext, config: ReportConfig, project: SoevProject, verdicts: Path
+    context: dg.AssetExecutionContext,
+    config: ReportConfig,
+    project: SoevProject,
+    runtime: RuntimeResource,
+    verdicts: Path,
 ) -> dg.Output[dict[str, Any]]:
     """Aggregate the latest scoring into the run's report; an evaluate run also publishes it."""
     archive = RunArchive(project.runs, verdicts.parent.parent.name)
     built = aggregate_run(archive, verdicts, write=False)
     if context.job_name == "evaluate":
-        asyncio.run(_publish(project, config.runtime, archive, built))
+        session = runtime.session
+        session.run(_publish(session, project, config.runtime, archive, built))
     metadata: dict[str, Any] = {}
     for name, figures in built["suites"].items():
         metadata[f"pass_rate/{name}"] = _rate(figures["pass_rate"])
@@ -292,16 +294,24 @@ def report(
 
 
 async def _publish(
-    project: SoevProject, runtime: str | None, archive: RunArchive, built: dict[str, Any]
+    session: RuntimeSession,
+    project: SoevProject,
+    name: str | None,
+    archive: RunArchive,
+    built: dict[str, Any],
 ) -> None:
     """Give the public report to the runtime's tracker, when it has one."""
     loaded = project.load()
-    provider = project.runtime(runtime or loaded.project.runtime)
-    async with provider.open(loaded, operation="run") as bindings:
-        if bindings.tracker is not None:
-            manifest = archive.manifest().model_dump(mode="json")
-            public = {key: value for key, value in manifest.items() if key != "cases"}
-            await bindings.tracker.publish(manifest=public, report=built)
+    bindings = await session.bindings(loaded, name or loaded.project.runtime, "run", project.state)
+    if bindings.tracker is not None:
+        manifest = archive.manifest().model_dump(mode="json")
+        public = {key: value for key, value in manifest.items() if key != "cases"}
+        await bindings.tracker.publish(manifest=public, report=built)
+
+
+def _operation(context: dg.AssetExecutionContext) -> Literal["run", "rescore"]:
+    """`rescore` in the rescore job; `run` wherever evidence may be made."""
+    return "rescore" if context.job_name == "rescore" else "run"
 
 
 def _criteria_table(criteria: dict[str, dict[str, int]]) -> str:

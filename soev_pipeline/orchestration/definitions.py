@@ -19,7 +19,7 @@ from .assets import (
 from .checks import build_prompts_check
 from .io import RunArchiveIOManager
 from .jobs import build_jobs, build_nightly_schedule
-from .resources import Progress, SoevProject
+from .resources import Progress, RuntimeResource, SoevProject
 
 
 def build_definitions(
@@ -53,5 +53,6 @@ def build_definitions(
             "project": project,
             RUN_ASSETS_IO: RunArchiveIOManager(runs_dir=str(project.runs)),
             "progress": progress or Progress(),
+            "runtime": RuntimeResource(),
         },
     )

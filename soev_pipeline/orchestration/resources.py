@@ -5,13 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from soev_pipeline.cli.loading import LoadedProject, load_cached
-from soev_pipeline.cli.runtimes import RuntimeProvider, resolve_runtime, state_dir
+from soev_pipeline.cli.runtimes import state_dir
 from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.run.progress import Progress
+from soev_pipeline.run.session import RuntimeSession
 
-__all__ = ["Progress", "SoevProject"]
+__all__ = ["Progress", "RuntimeResource", "SoevProject"]
+
+
+class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The runtime session of one Dagster run: the provider is opened once for all its steps."""
+
+    _session: RuntimeSession | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._session = RuntimeSession()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> RuntimeSession:
+        if self._session is None:
+            self._session = RuntimeSession()
+        return self._session
 
 
 class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -35,9 +57,6 @@ class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
     def load(self) -> LoadedProject:
         """The loaded project; reloaded only when one of its files changed."""
         return load_sealed(self.path)
-
-    def runtime(self, name: str | None) -> RuntimeProvider:
-        return resolve_runtime(name, state=self.state)
 
 
 def load_sealed(path: Path) -> LoadedProject:

@@ -17,6 +17,8 @@ def _number(value: Any) -> str:
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    if not rows:
+        return f"(no {columns[0]} with attempts)"
     frame = pd.DataFrame(list(rows), columns=list(columns))
     return str(frame.to_string(index=False))
 

@@ -29,25 +29,16 @@ if TYPE_CHECKING:
     from soev_pipeline.cli.loading import LoadedProject
     from soev_pipeline.cli.runtimes import RuntimeBindings
 
-JUDGE_TASKS = (
-    "behaviour.expected",
-    "compare.equivalent",
-    "nuggets.coverage",
-    "privacy.names",
-    "rubric.judge",
-)
-
-
 def prompt_texts(loaded: LoadedProject) -> dict[str, str]:
-    """The judge prompts of the judge kinds the project uses, and its rubric texts, by name.
+    """Every judge prompt, and the rubric texts the project's criteria name, by name.
 
-    Prompts are named by task (`nuggets.coverage`), rubrics by their project path.
+    Prompts are named by task (`nuggets.coverage`), rubrics by their project path. All five
+    prompts count, also those of judge kinds the project does not use: a run records the
+    judge it ran with, whole.
     """
     from soev_pipeline.judges import load_prompts
 
-    used = {spec.kind for case in loaded.cases() for spec in case.criteria}
-    prompts = load_prompts()
-    texts = {task: text for task, text in prompts.items() if task in used}
+    texts = dict(load_prompts())
     texts.update(loaded.context.rubrics)
     return dict(sorted(texts.items()))
 

@@ -117,10 +117,14 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 2
 
 
-def test_bad_run_id(project_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, _out, err = _run(capsys, "run", "--project", str(project_path), "--run-id", "Bad,Id")
-    assert status == 1
-    assert "run id 'Bad,Id' is not valid" in err
+def test_bad_run_id_is_a_usage_error(
+    project_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--project", str(project_path), "--run-id", "Bad,Id"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "run id 'Bad,Id' is not valid" in err and len(err.strip().splitlines()) == 1
 
 
 def test_report_of_missing_run(project_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -383,11 +383,6 @@ def test_an_unset_variable_is_one_line_naming_it(project: Path, cli: CLI, where:
     assert "NIET_GEZET" in line and where.split(".")[0] in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC 8: exit 1 'with a one-line message naming the file and the place'; an unset "
-    "environment variable of api_key_env or headers is reported without project.yaml",
-)
 @pytest.mark.parametrize("where", sorted(UNSET_VARIABLES))
 def test_an_unset_variable_names_the_project_file(project: Path, cli: CLI, where: str) -> None:
     edit_yaml(project, UNSET_VARIABLES[where])
@@ -396,12 +391,6 @@ def test_an_unset_variable_names_the_project_file(project: Path, cli: CLI, where
     assert "project.yaml" in result.error_line()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a run stopped by an unset environment variable leaves runs/r1 (manifest, empty "
-    "evidence) behind, so the same --run-id is then refused as 'already exists'; an "
-    "unreachable system, checked earlier, leaves nothing",
-)
 @pytest.mark.parametrize("where", sorted(UNSET_VARIABLES))
 def test_a_run_stopped_by_an_unset_variable_leaves_no_run(
     project: Path, cli: CLI, where: str, monkeypatch: pytest.MonkeyPatch
@@ -427,12 +416,6 @@ PLACES = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC 8: the one-line message names 'the file and the place'; an empty suite glob "
-    "names the directory but not project.yaml, a hooks kind clash names no file, and a missing "
-    "rubric names the rubric but not the suite file and case that use it",
-)
 @pytest.mark.parametrize("name", sorted(PLACES))
 def test_the_message_names_the_file_that_holds_the_mistake(
     project: Path, cli: CLI, name: str
@@ -474,11 +457,6 @@ def test_usage_errors_exit_2(project: Path, cli: CLI, args: list[str]) -> None:
     assert "Traceback" not in result.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a rescore of a run that has no attempts (left by a run stopped before its first "
-    "attempt) prints pandas' 'Empty DataFrame / Columns: [...] / Index: []' as its report",
-)
 def test_rescore_of_a_run_without_attempts_prints_a_report(
     project: Path, cli: CLI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -133,12 +133,6 @@ def test_run_and_rescore_with_a_runtime_entry_point(
     assert len(system.requests) == requests
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli reference, RuntimeProvider.open: 'a context manager that gives the services of "
-    "one command ... The command runs inside the context manager'; run opens the provider "
-    "three times (attempts, grading, publishing)",
-)
 def test_the_provider_is_opened_once_per_command(project: Path, runtime: Path, cli: CLI) -> None:
     args = ("--project", project, "--runtime", "mine", "--suite", "privacy")
     assert cli("run", *args, "--run-id", "r1").status == 0

@@ -1,0 +1,119 @@
+"""One runtime provider per command, opened once, on an event loop of its own.
+
+A command's work runs in several steps (attempt, grade, aggregate), but the seeds promise a
+runtime provider that "the command runs inside": its clients stay open across the steps.
+The session owns one event loop in a background thread; every step submits its async work
+there, and the provider's context manager is entered on first use and left when the
+session closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from soev_pipeline.core.errors import ArmError, JudgeError
+
+if TYPE_CHECKING:
+    from soev_pipeline.cli.loading import LoadedProject
+    from soev_pipeline.cli.runtimes import Operation, RuntimeBindings
+
+T = TypeVar("T")
+CANCEL_GRACE_S = 30.0
+"""How long an interrupted step waits for its work to finish cancelling (deleting threads)."""
+
+
+class RuntimeSession:
+    """The event loop and the opened runtime provider of one command."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stack: AsyncExitStack | None = None
+        self._bindings: RuntimeBindings | None = None
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the session's loop and return its result.
+
+        When the waiting thread is interrupted (Ctrl-C), the work is cancelled and given
+        `CANCEL_GRACE_S` to clean up before the interruption goes on.
+        """
+        loop = self._ensure_loop()
+        finished = threading.Event()
+
+        async def guarded() -> T:
+            try:
+                return await work
+            finally:
+                finished.set()
+
+        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                finished.wait(CANCEL_GRACE_S)
+            raise
+
+    async def bindings(
+        self,
+        loaded: LoadedProject,
+        name: str | None,
+        operation: Operation,
+        state: Path | None = None,
+    ) -> RuntimeBindings:
+        """The provider's bindings, opening the provider called `name` the first time.
+
+        Later calls get the same bindings: a command opens one runtime, the one its first
+        step asked for.
+
+        Raises:
+            ProjectError: no provider has the name.
+            ArmError, JudgeError: the provider could not open; the message names the
+                project file.
+        """
+        from soev_pipeline.cli.runtimes import resolve_runtime
+
+        if self._bindings is not None:
+            return self._bindings
+        provider = resolve_runtime(name, state=state)
+        stack = AsyncExitStack()
+        try:
+            bindings = await stack.enter_async_context(provider.open(loaded, operation=operation))
+        except (ArmError, JudgeError) as exc:
+            await stack.aclose()
+            message = str(exc)
+            raise type(exc)(f"{loaded.path}: {message}") from None
+        self._stack, self._bindings = stack, bindings
+        return bindings
+
+    def close(self) -> None:
+        """Leave the provider's context and stop the loop."""
+        if self._loop is None:
+            return
+        loop = self._loop
+        try:
+            if self._stack is not None:
+                self.run(self._stack.aclose())
+            self.run(loop.shutdown_asyncgens())
+        finally:
+            self._stack = self._bindings = None
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join()
+            self._loop.close()
+            self._loop = self._thread = None
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="soev-runtime", daemon=True
+            )
+            self._thread.start()
+        return self._loop
