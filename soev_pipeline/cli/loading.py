@@ -161,9 +161,7 @@ def load(
         return LoadedProject(path, project, registry, [], setup, context)
 
     params: dict[tuple[str, int], BaseModel] = {}
-    suites = [
-        _load_suite(entry, path, project, registry, params) for entry in project.suites
-    ]
+    suites = [_load_suite(entry, path, project, registry, params) for entry in project.suites]
     _check_unique_ids(suites)
     rubrics = _read_rubrics(path.parent, suites, params)
     corpus = None

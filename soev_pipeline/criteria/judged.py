@@ -2,7 +2,7 @@
 
 Each kind sends `JudgeRequest`s through `judge_label` and fails closed: no judge, a judge
 error, unusable output or a label outside the allowed set gives a verdict with the status
-error, never a pass. When one attempt needs several requests (one per vital nugget, one per
+error, never a pass. When one attempt needs several requests (one per nugget, one per
 variant), they go out together and their answers are read in the order of the case.
 """
 
@@ -133,10 +133,12 @@ async def nuggets_coverage(
 ) -> Verdict:
     """Pass when the judged share of the vital nuggets in the reply is at least `min`.
 
-    A supported nugget counts 1, a partly supported one 0.5. Only vital nuggets are sent
-    to the judge; a case without them is not applicable.
+    The judge is asked about every nugget, one request each, but only the vital ones
+    count: a supported nugget 1, a partly supported one 0.5. An error on any request,
+    vital or not, makes the verdict an error. A case without a vital nugget is not
+    applicable and asks nothing.
     """
-    vital = [nugget.text for nugget in case.nuggets if nugget.vital]
+    vital = sum(nugget.vital for nugget in case.nuggets)
     if not vital:
         return not_applicable("the case has no vital nugget")
     if evidence.reply is None:
@@ -145,27 +147,34 @@ async def nuggets_coverage(
     requests = [
         JudgeRequest(
             task="nuggets.coverage",
-            inputs={"question": question, "reply": evidence.reply, "nugget": text},
+            inputs={"question": question, "reply": evidence.reply, "nugget": nugget.text},
             allowed_labels=tuple(_NUGGET_CREDIT),
         )
-        for text in vital
+        for nugget in case.nuggets
     ]
     answers = await ask_all(requests, ctx)
-    names = [f"nugget {index} of {len(vital)}" for index in range(1, len(vital) + 1)]
-    failed = _first_error(answers, names)
+    count = len(case.nuggets)
+    failed = _first_error(answers, [f"nugget {index} of {count}" for index in range(1, count + 1)])
     if failed is not None:
         return failed
     labels = [answer.label for answer in answers if isinstance(answer, JudgeResult)]
-    score = sum(_NUGGET_CREDIT[label] for label in labels) / len(vital)
-    detail = f"coverage {score:.2f} of {len(vital)} vital nugget(s) (min {params.min:.2f})"
-    missing = [
-        f"#{index} {shorten(text, _QUOTE_CHARS)!r}"
-        + (" (partly)" if label == "partial_support" else "")
-        for index, (text, label) in enumerate(zip(vital, labels, strict=True), start=1)
-        if label != "support"
-    ]
+    credit = 0.0
+    missing: list[str] = []
+    others: list[str] = []
+    for index, (nugget, label) in enumerate(zip(case.nuggets, labels, strict=True), start=1):
+        if not nugget.vital:
+            others.append(f"#{index} {label}")
+            continue
+        credit += _NUGGET_CREDIT[label]
+        if label != "support":
+            partly = " (partly)" if label == "partial_support" else ""
+            missing.append(f"#{index} {shorten(nugget.text, _QUOTE_CHARS)!r}{partly}")
+    score = credit / vital
+    detail = f"coverage {score:.2f} of {vital} vital nugget(s) (min {params.min:.2f})"
     if missing:
         detail += "; not supported: " + "; ".join(missing)
+    if others:
+        detail += "; not vital, not counted: " + ", ".join(others)
     return outcome(passed=score >= params.min, detail=detail)
 
 
@@ -233,6 +242,6 @@ async def compare_equivalent(
 KINDS: list[Builtin[Any]] = [
     Builtin("behaviour.expected", NoParams, behaviour_expected, version="1"),
     Builtin("privacy.names", PrivacyNamesParams, privacy_names, version="1"),
-    Builtin("nuggets.coverage", NuggetsParams, nuggets_coverage, version="1"),
+    Builtin("nuggets.coverage", NuggetsParams, nuggets_coverage, version="2"),
     Builtin("compare.equivalent", NoParams, compare_equivalent, version="1"),
 ]

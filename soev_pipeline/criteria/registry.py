@@ -66,16 +66,17 @@ class Builtin(Generic[P]):
     async def evaluate(
         self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
     ) -> Verdict:
-        """Validate the concrete parameter type and run the evaluator.
+        """Validate the fields of `params` against `params_model` again and run the evaluator.
+
+        Always, also for an instance of `params_model` itself: one built with
+        `model_construct` or changed after validation carries fields that were never
+        checked, and the evaluator must get a valid instance of its own model.
 
         Raises:
             pydantic.ValidationError: `params` does not validate against `params_model`.
         """
-        typed = (
-            params
-            if type(params) is self.params_model
-            else self.params_model.model_validate(params.model_dump())
-        )
+        fields = params.model_dump(round_trip=True, warnings=False)
+        typed = self.params_model.model_validate(fields, by_alias=False, by_name=True)
         return await self.evaluator(case, evidence, params=typed, ctx=ctx)
 
 
@@ -179,7 +180,8 @@ class CriterionRegistry:
         """Grade `evidence` with `spec` and return the verdict with kind, weight and gate.
 
         An evaluator that raises gives a verdict with the status error instead, so one
-        case never stops a run. `params` skips validation when the caller validated them.
+        case never stops a run. `params` skips the validation of `spec` when the caller
+        validated them; a `Builtin` kind still checks them again.
         """
         kind = self.get(spec.kind)
         version = str(getattr(kind, "version", ""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from soev_pipeline.core.errors import LanguageDetectionError
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
@@ -20,6 +20,7 @@ MIN_WORDS = 3
 
 _SHOWN = 3
 _SHORTEN = 60
+_NO_PATTERNS = "no patterns: the criterion has no substrings and no regex"
 
 
 class LanguageParams(FrozenModel):
@@ -30,10 +31,10 @@ class LanguageParams(FrozenModel):
 
 
 class ContainsParams(FrozenModel):
-    """The patterns of `reply.contains` and `reply.not_contains`.
+    """The patterns of `reply.contains` and `reply.not_contains`, both lists empty by default.
 
-    At least one pattern is required: a criterion without patterns would pass or fail
-    every reply whatever it says, which is always a mistake in the suite.
+    Without patterns both kinds pass: every pattern matches, and none does. An empty
+    substring or a regex that does not compile is refused, since it is a typo in the suite.
     """
 
     substrings: tuple[str, ...] = ()
@@ -56,12 +57,6 @@ class ContainsParams(FrozenModel):
             except re.error as exc:
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         return patterns
-
-    @model_validator(mode="after")
-    def _some_pattern(self) -> ContainsParams:
-        if not self.substrings and not self.regex:
-            raise ValueError("give at least one pattern in substrings or regex")
-        return self
 
 
 class MaxLengthParams(FrozenModel):
@@ -117,9 +112,11 @@ async def language(
 async def contains(
     case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
 ) -> Verdict:
-    """Pass when every substring and every regex matches the reply."""
+    """Pass when every substring and every regex matches the reply (so also without any)."""
     if evidence.reply is None:
         return error("no reply")
+    if not params.substrings and not params.regex:
+        return outcome(passed=True, detail=_NO_PATTERNS)
     matched, missed = _match(evidence.reply, params)
     if missed:
         total = len(matched) + len(missed)
@@ -132,9 +129,11 @@ async def contains(
 async def not_contains(
     case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
 ) -> Verdict:
-    """Pass when no substring and no regex matches the reply."""
+    """Pass when no substring and no regex matches the reply (so also without any)."""
     if evidence.reply is None:
         return error("no reply")
+    if not params.substrings and not params.regex:
+        return outcome(passed=True, detail=_NO_PATTERNS)
     matched, missed = _match(evidence.reply, params)
     if matched:
         total = len(matched) + len(missed)

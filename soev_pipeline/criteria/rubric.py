@@ -131,7 +131,11 @@ class RubricParams(FrozenModel):
 async def rubric_judge(
     case: Case, evidence: Evidence, *, params: RubricParams, ctx: CriterionContext
 ) -> Verdict:
-    """Pass when the judge's label passes: in `pass_labels`, or an option worth `min_value`."""
+    """Pass when the judge's label passes: in `pass_labels`, or an option worth `min_value`.
+
+    The request gives the allowed labels twice: in `inputs["labels"]`, so that the prompt
+    text lists them, and as `allowed_labels`, the enum of the answer schema.
+    """
     if evidence.reply is None:
         return error("the attempt has no final reply to grade")
     if params.criterion is not None:
@@ -144,7 +148,12 @@ async def rubric_judge(
         text, labels = loaded, params.labels
     request = JudgeRequest(
         task="rubric.judge",
-        inputs={"rubric": text, "question": list(case.turns), "reply": evidence.reply},
+        inputs={
+            "rubric": text,
+            "labels": list(labels),
+            "question": list(case.turns),
+            "reply": evidence.reply,
+        },
         allowed_labels=labels,
     )
     result = await judge_label(request, ctx)
@@ -161,4 +170,4 @@ async def rubric_judge(
     return outcome(passed=passed, detail=with_reason(detail, result))
 
 
-KINDS: list[Builtin[Any]] = [Builtin("rubric.judge", RubricParams, rubric_judge, version="1")]
+KINDS: list[Builtin[Any]] = [Builtin("rubric.judge", RubricParams, rubric_judge, version="2")]

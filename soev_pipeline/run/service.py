@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from soev_pipeline.cli.loading import LoadedProject
     from soev_pipeline.cli.runtimes import RuntimeBindings
 
+
 def prompt_texts(loaded: LoadedProject) -> dict[str, str]:
     """Every judge prompt, and the rubric texts the project's criteria name, by name.
 

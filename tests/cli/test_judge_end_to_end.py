@@ -45,7 +45,10 @@ def judged_project(tmp_path: Path, system: ScriptedSystem, judge: JudgeServer) -
     kern = path.parent / "suites" / "kern" / "kern.yaml"
     data = yaml.safe_load(kern.read_text(encoding="utf-8"))
     for case in data["cases"][:2] + data["cases"][3:]:
-        case["nuggets"] = [{"text": "De termijn is zes weken."}, {"text": "Bezwaar is gratis."}]
+        case["nuggets"] = [
+            {"text": "De termijn is zes weken."},
+            {"text": "Bezwaar is gratis.", "vital": False},
+        ]
         case["criteria"] = case["criteria"] + JUDGED
     kern.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     return path
@@ -64,7 +67,7 @@ def test_rescore_asks_the_judge_only_what_changed(
 ) -> None:
     project = str(judged_project)
     _cli(capsys, "run", "--project", project, "--run-id", "j1")
-    # 3 judged cases (two dev, one test) x (behaviour + 2 nuggets + rubric)
+    # 3 judged cases (two dev, one test) x (behaviour + 2 nuggets, vital or not + rubric)
     assert judge.calls == 12
     out, _ = _cli(capsys, "report", "j1", "--json", "--project", project)
     report = json.loads(out)
@@ -84,6 +87,7 @@ def test_rescore_asks_the_judge_only_what_changed(
     _cli(capsys, "rescore", "j1", "--project", project)
     assert judge.calls == 15
     assert {judge.user_inputs(i)["rubric"] for i in range(12, 15)} == {rubric.read_text()}
+    assert all(judge.user_inputs(i)["labels"] == ["goed", "slecht"] for i in range(12, 15))
 
     judge.close()
     _cli(capsys, "rescore", "j1", "--offline", "--project", project)

@@ -132,11 +132,6 @@ def test_each_kind_has_the_parameters_and_defaults_of_the_reference(name: str) -
         kind.params_model.model_validate({**given, "onbekend": 1})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="criteria reference: reply.contains/not_contains take 'substrings and regex "
-    "(default empty lists)'; giving neither is refused ('give at least one pattern')",
-)
 @pytest.mark.parametrize("name", ["reply.contains", "reply.not_contains"])
 def test_reply_contains_defaults_to_empty_lists(name: str) -> None:
     model = builtin_registry().get(name).params_model.model_validate({})
@@ -245,11 +240,6 @@ def test_evaluate_revalidates_params_of_another_model() -> None:
         evaluate(THANKS, Wrong(word=5))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="criteria reference, Builtin.evaluate: 'validates the fields of params against "
-    "params_model again'; an instance of params_model itself is passed through unvalidated",
-)
 def test_evaluate_revalidates_params_of_its_own_model() -> None:
     unvalidated = ThanksParams.model_construct(word=5)
     with pytest.raises(pydantic.ValidationError):
@@ -622,11 +612,6 @@ def test_nuggets_coverage_divides_by_vital_nuggets_only() -> None:
     assert verdict.status == "pass"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC 9 table: nuggets.coverage makes 'one [request] per nugget'; only vital "
-    "nuggets are asked (1 request for 1 vital + 1 non-vital nugget)",
-)
 def test_nuggets_coverage_asks_once_per_nugget() -> None:
     case = make_case(
         nuggets=[

@@ -76,11 +76,6 @@ def test_the_labels_are_also_in_the_prompt_text(baseline: Baseline, task: str) -
             assert label in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC 9: 'the request gives the allowed labels both in the prompt text and as an "
-    "enum'; for rubric.judge with a rubric file, the labels (goed, fout) are only in the enum",
-)
 def test_rubric_labels_are_also_in_the_prompt_text(baseline: Baseline) -> None:
     for body in by_task(baseline.judge.bodies)["rubric.judge"]:
         text = messages_text(body)

@@ -67,6 +67,13 @@ GOOD = {
     "nuggets.coverage": "support",
     "compare.equivalent": "equivalent",
 }
+# nuggets.coverage is at 2 since it asks about every nugget, not only the vital ones.
+VERSIONS = {
+    "behaviour.expected": "1",
+    "privacy.names": "1",
+    "nuggets.coverage": "2",
+    "compare.equivalent": "1",
+}
 
 
 class TestFailsClosed:
@@ -106,7 +113,7 @@ class TestFailsClosed:
     def test_the_verdict_records_the_judge(self, kind: str) -> None:
         case, evidence = ASKING[kind]
         verdict = ask(kind, case, evidence, ScriptedJudge(label(GOOD[kind])))
-        assert (verdict.kind, verdict.version) == (kind, "1")
+        assert (verdict.kind, verdict.version) == (kind, VERSIONS[kind])
         assert (verdict.judge_model, verdict.prompt_sha) == ("judge-m", "p" * 64)
         assert verdict.rubric_sha is None
 
@@ -184,7 +191,7 @@ class TestPrivacyNames:
 
 
 class TestNuggetsCoverage:
-    def test_one_request_per_vital_nugget(self) -> None:
+    def test_one_request_per_nugget_vital_or_not(self) -> None:
         judge = ScriptedJudge(label("support"))
         case = make_case(turns=["Eerste.", "Tweede?"], nuggets=NUGGETS)
         verdict = ask("nuggets.coverage", case, make_evidence("Zes weken."), judge)
@@ -194,6 +201,11 @@ class TestNuggetsCoverage:
                 "question": ["Eerste.", "Tweede?"],
                 "reply": "Zes weken.",
                 "nugget": "De bezwaartermijn is zes weken.",
+            },
+            {
+                "question": ["Eerste.", "Tweede?"],
+                "reply": "Zes weken.",
+                "nugget": "De termijn begint na bekendmaking.",
             },
             {
                 "question": ["Eerste.", "Tweede?"],
@@ -215,8 +227,10 @@ class TestNuggetsCoverage:
         ],
     )
     def test_a_partial_nugget_counts_half(self, second: str, minimum: float, status: str) -> None:
+        # The supported non-vital nugget would lift every score to at least 0.67 if it counted.
         answers = {
             "De bezwaartermijn is zes weken.": label("support"),
+            "De termijn begint na bekendmaking.": label("support"),
             "Bezwaar maak je bij het bestuursorgaan.": label(second),
         }
         judge = ScriptedJudge(by_input("nugget", answers))
@@ -227,14 +241,31 @@ class TestNuggetsCoverage:
     def test_the_default_min_needs_every_vital_nugget(self) -> None:
         answers = {
             "De bezwaartermijn is zes weken.": label("support"),
+            "De termijn begint na bekendmaking.": label("support"),
             "Bezwaar maak je bij het bestuursorgaan.": label("partial_support"),
         }
         judge = ScriptedJudge(by_input("nugget", answers))
         verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
         assert verdict.status == "fail"
-        assert "coverage 0.75 of 2 vital nugget(s) (min 1.00)" in verdict.detail
-        assert "#2 'Bezwaar maak je bij het bestuursorgaan.' (partly)" in verdict.detail
-        assert "zes weken" not in verdict.detail
+        assert verdict.detail == (
+            "coverage 0.75 of 2 vital nugget(s) (min 1.00); not supported: "
+            "#3 'Bezwaar maak je bij het bestuursorgaan.' (partly); "
+            "not vital, not counted: #2 support"
+        )
+
+    def test_an_unsupported_non_vital_nugget_does_not_fail_the_reply(self) -> None:
+        answers = {
+            "De bezwaartermijn is zes weken.": label("support"),
+            "De termijn begint na bekendmaking.": label("not_support"),
+            "Bezwaar maak je bij het bestuursorgaan.": label("support"),
+        }
+        judge = ScriptedJudge(by_input("nugget", answers))
+        verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
+        assert (verdict.status, verdict.detail) == (
+            "pass",
+            "coverage 1.00 of 2 vital nugget(s) (min 1.00); not vital, not counted: #2 not_support",
+        )
+        assert len(judge.requests) == 3
 
     def test_the_detail_shortens_long_nuggets(self) -> None:
         long = "Het bestuursorgaan beslist binnen zes weken " + "na ontvangst " * 20
@@ -264,13 +295,30 @@ class TestNuggetsCoverage:
     def test_one_failed_nugget_makes_the_verdict_an_error(self) -> None:
         answers: dict[str, Answer] = {
             "De bezwaartermijn is zes weken.": label("support"),
+            "De termijn begint na bekendmaking.": label("support"),
             "Bezwaar maak je bij het bestuursorgaan.": JudgeError("rate limited"),
         }
         judge = ScriptedJudge(by_input("nugget", answers))
         verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
         assert verdict.status == "error"
-        assert verdict.detail.startswith("nugget 2 of 2: ")
+        assert verdict.detail.startswith("nugget 3 of 3: ")
         assert "rate limited" in verdict.detail
+
+    @pytest.mark.parametrize(
+        "answer", [JudgeError("rate limited"), label("maybe")], ids=["judge-error", "bad-label"]
+    )
+    def test_a_failed_non_vital_nugget_also_makes_the_verdict_an_error(
+        self, answer: Answer
+    ) -> None:
+        answers: dict[str, Answer] = {
+            "De bezwaartermijn is zes weken.": label("support"),
+            "De termijn begint na bekendmaking.": answer,
+            "Bezwaar maak je bij het bestuursorgaan.": label("support"),
+        }
+        judge = ScriptedJudge(by_input("nugget", answers))
+        verdict = ask("nuggets.coverage", make_case(nuggets=NUGGETS), make_evidence(), judge)
+        assert verdict.status == "error"
+        assert verdict.detail.startswith("nugget 2 of 3: ")
 
     @pytest.mark.parametrize("minimum", [-0.1, 1.5, "veel"])
     def test_min_outside_zero_to_one_is_refused(self, minimum: object) -> None:

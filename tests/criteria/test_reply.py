@@ -221,12 +221,25 @@ class TestContains:
         assert (verdict.status, verdict.detail) == ("error", "no reply")
 
     @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
+    @pytest.mark.parametrize("params", [{}, {"substrings": [], "regex": []}])
+    def test_without_patterns_both_kinds_pass(self, kind: str, params: dict[str, Any]) -> None:
+        verdict = grade(kind, self.EVIDENCE, **params)
+        assert (verdict.status, verdict.detail) == (
+            "pass",
+            "no patterns: the criterion has no substrings and no regex",
+        )
+
+    @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
+    def test_without_patterns_no_reply_is_still_an_error(self, kind: str) -> None:
+        verdict = grade(kind, make_evidence(None))
+        assert (verdict.status, verdict.detail) == ("error", "no reply")
+
+    @pytest.mark.parametrize("kind", ["reply.contains", "reply.not_contains"])
     @pytest.mark.parametrize(
         ("params", "message"),
         [
-            ({}, "at least one pattern"),
-            ({"substrings": [], "regex": []}, "at least one pattern"),
             ({"substrings": [""]}, "empty substring"),
+            ({"substrings": ["zes weken", ""]}, "empty substring"),
             ({"regex": ["(unclosed"]}, "invalid regular expression"),
             ({"substring": ["typo"]}, "substring"),
         ],

@@ -76,13 +76,22 @@ class TestRubricFile:
         assert request.task == "rubric.judge"
         assert request.inputs == {
             "rubric": RUBRIC,
+            "labels": ["good", "weak", "bad"],
             "question": ["Mag ik bezwaar maken?", "Hoe lang?"],
             "reply": "Ja, binnen zes weken.",
         }
         assert request.allowed_labels == ("good", "weak", "bad")
         assert verdict.rubric_sha == sha256_text(RUBRIC)
         assert (verdict.judge_model, verdict.prompt_sha) == ("judge-m", "p" * 64)
-        assert verdict.version == "1"
+        assert verdict.version == "2"
+
+    def test_the_labels_input_keeps_the_order_of_labels(self) -> None:
+        judge = ScriptedJudge(label("weak"))
+        params = FILE_FORM | {"labels": ["weak", "bad", "good"], "pass_labels": ["good", "weak"]}
+        assert ask(judge, rubrics={"rubrics/grade.md": RUBRIC}, **params).status == "pass"
+        (request,) = judge.requests
+        assert request.inputs["labels"] == ["weak", "bad", "good"]
+        assert request.allowed_labels == ("weak", "bad", "good")
 
     @pytest.mark.parametrize(
         ("given", "status"), [("good", "pass"), ("weak", "pass"), ("bad", "fail")]
@@ -157,8 +166,10 @@ class TestWatsonxCriterion:
         verdict = ask(judge, criterion=INLINE, min_value=0.5)
         (request,) = judge.requests
         assert request.task == "rubric.judge"
-        assert set(request.inputs) == {"rubric", "question", "reply"}
+        assert set(request.inputs) == {"rubric", "labels", "question", "reply"}
+        assert request.inputs["labels"] == ["Correct", "Partially Correct", "Incorrect"]
         assert request.allowed_labels == ("Correct", "Partially Correct", "Incorrect")
+        assert verdict.version == "2"
         rubric = str(request.inputs["rubric"])
         assert "Does the reply name the term that the question asks for?" in rubric
         assert "- Partially Correct: The term is vague." in rubric
@@ -189,6 +200,7 @@ class TestWatsonxCriterion:
         verdict = ask(judge, criterion=name)
         assert verdict.status == "pass"
         assert judge.requests[0].allowed_labels == ("Excellent", "Good", "Poor")
+        assert judge.requests[0].inputs["labels"] == ["Excellent", "Good", "Poor"]
         assert "Criterion: Summarization quality" in str(judge.requests[0].inputs["rubric"])
 
     def test_coherence_passes_only_its_best_option_by_default(self) -> None:
@@ -368,6 +380,7 @@ class TestLoading:
         verdict = asyncio.run(evaluation)
         assert verdict.status == "fail"
         assert judge.requests[0].inputs["rubric"] == RUBRIC
+        assert judge.requests[0].inputs["labels"] == ["good", "weak", "bad"]
         assert verdict.rubric_sha == sha256_text(RUBRIC)
 
     def test_a_missing_rubric_file_fails_the_load(self, tmp_path: Path) -> None:

@@ -1,0 +1,89 @@
+"""Builtin.evaluate checks the parameters it is given again, whatever their type."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from soev_pipeline.core import Case, CriterionContext, CriterionSpec, Evidence, Verdict
+from soev_pipeline.criteria import Builtin, CriterionRegistry, builtin_registry, outcome
+from soev_pipeline.criteria.reply import ContainsParams
+from tests.support.builders import make_case, make_evidence
+
+
+class Inner(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    word: str
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    inner: Inner = Inner(word="dank")
+    source: str = Field(default="reply", alias="from")
+
+
+class Seen:
+    params: BaseModel | None = None
+
+
+async def remember(
+    case: Case, evidence: Evidence, *, params: Params, ctx: CriterionContext
+) -> Verdict:
+    Seen.params = params
+    return outcome(passed=True, detail=f"{params.inner.word} from {params.source}")
+
+
+KIND: Builtin[Any] = Builtin("custom.remember", Params, remember)
+NOT_A_STRING: Any = 5
+
+
+def evaluate(kind: Builtin[Any], params: BaseModel) -> Verdict:
+    coro = kind.evaluate(make_case(), make_evidence(), params=params, ctx=CriterionContext())
+    return asyncio.run(coro)
+
+
+def test_a_valid_instance_of_its_own_model_reaches_the_evaluator() -> None:
+    params = Params.model_validate({"inner": {"word": "bedankt"}, "from": "prompt"})
+    verdict = evaluate(KIND, params)
+    assert (verdict.status, verdict.detail) == ("pass", "bedankt from prompt")
+    assert type(Seen.params) is Params
+    assert Seen.params == params
+
+
+def test_an_unvalidated_instance_of_its_own_model_is_refused() -> None:
+    Seen.params = None
+    with pytest.raises(ValidationError, match="valid string"):
+        evaluate(KIND, Params.model_construct(source=NOT_A_STRING))
+    assert Seen.params is None
+
+
+def test_nested_models_are_validated_again() -> None:
+    unvalidated = Params.model_construct(inner=Inner.model_construct(word=NOT_A_STRING))
+    with pytest.raises(ValidationError, match=r"inner\.word"):
+        evaluate(KIND, unvalidated)
+
+
+def test_a_builtin_kind_runs_its_validators_again() -> None:
+    kind = builtin_registry().get("reply.contains")
+    assert isinstance(kind, Builtin)
+    with pytest.raises(ValidationError, match="empty substring"):
+        evaluate(kind, ContainsParams.model_construct(substrings=("",)))
+
+
+def test_through_the_registry_invalid_params_give_an_error_verdict() -> None:
+    registry = CriterionRegistry([KIND])
+    evaluation = registry.evaluate(
+        CriterionSpec(kind="custom.remember"),
+        make_case(),
+        make_evidence(),
+        CriterionContext(),
+        params=Params.model_construct(inner=Inner.model_construct(word=NOT_A_STRING)),
+    )
+    verdict = asyncio.run(evaluation)
+    assert verdict.status == "error"
+    assert verdict.detail.startswith("criterion raised ValidationError")
