@@ -13,6 +13,7 @@ from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.errors import (
     CriterionParamsError,
     DuplicateCriterionError,
+    JudgeError,
     UnknownCriterionError,
 )
 from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Verdict
@@ -81,19 +82,31 @@ class Builtin(Generic[P]):
 
 
 class _RecordingJudge:
-    """Wraps the context's judge for one criterion and remembers what answered."""
+    """Wraps the context's judge for one criterion and remembers what answered.
+
+    It also remembers an exception other than `JudgeError` from the judge: the judge's
+    contract is that such an exception stops the run, so the registry raises it again
+    instead of turning it into an error verdict.
+    """
 
     def __init__(self, inner: Judge) -> None:
         self._inner = inner
         self.model: str | None = None
         self.prompt_sha: str | None = None
         self.rubric_sha: str | None = None
+        self.crashed: Exception | None = None
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         rubric = request.inputs.get("rubric")
         if isinstance(rubric, str):
             self.rubric_sha = sha256_text(rubric)
-        result = await self._inner.judge(request)
+        try:
+            result = await self._inner.judge(request)
+        except JudgeError:
+            raise
+        except Exception as exc:
+            self.crashed = self.crashed or exc
+            raise
         if isinstance(result, JudgeResult):
             self.model = result.model or self.model
             self.prompt_sha = result.prompt_sha or self.prompt_sha
@@ -180,8 +193,10 @@ class CriterionRegistry:
         """Grade `evidence` with `spec` and return the verdict with kind, weight and gate.
 
         An evaluator that raises gives a verdict with the status error instead, so one
-        case never stops a run. `params` skips the validation of `spec` when the caller
-        validated them; a `Builtin` kind still checks them again.
+        case never stops a run; the exception is the judge's own when it is not a
+        `JudgeError` (a bug in a judge adapter): that one stops the run, as the judge's
+        contract says. `params` skips the validation of `spec` when the caller validated
+        them; a `Builtin` kind still checks them again.
         """
         kind = self.get(spec.kind)
         version = str(getattr(kind, "version", ""))
@@ -195,6 +210,8 @@ class CriterionRegistry:
             if not isinstance(verdict, Verdict):
                 verdict = error(f"criterion returned {type(verdict).__name__}, not a Verdict")
         except Exception as exc:
+            if recording is not None and recording.crashed is not None:
+                raise recording.crashed from None
             verdict = error(f"criterion raised {type(exc).__name__}: {exc}")
         update: dict[str, Any] = {
             "kind": spec.kind,

@@ -213,12 +213,6 @@ def test_two_entry_points_of_one_name_are_an_error(
     assert opened(runtime) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="judges reference, JudgeLLM: 'complete must raise JudgeError for a failed call: a "
-    "criterion records it as a verdict with the status error, but any other exception stops "
-    "the run'; the run records an error verdict ('criterion raised RuntimeError') and exits 0",
-)
 def test_an_adapter_exception_other_than_judge_error_stops_the_run(
     project: Path, runtime: Path, cli: CLI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

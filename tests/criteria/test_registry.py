@@ -87,3 +87,30 @@ def test_through_the_registry_invalid_params_give_an_error_verdict() -> None:
     verdict = asyncio.run(evaluation)
     assert verdict.status == "error"
     assert verdict.detail.startswith("criterion raised ValidationError")
+
+
+class BrokenAdapter:
+    """A judge whose adapter fails with something other than JudgeError."""
+
+    async def judge(self, request: Any) -> Any:
+        raise RuntimeError("adapter bug")
+
+
+def test_a_judge_exception_other_than_judge_error_stops_the_run() -> None:
+    registry = builtin_registry()
+    case = make_case(nuggets=[{"text": "Zes weken."}])
+    spec = CriterionSpec(kind="nuggets.coverage")
+    ctx = CriterionContext(judge=BrokenAdapter())
+    with pytest.raises(RuntimeError, match="adapter bug"):
+        asyncio.run(registry.evaluate(spec, case, make_evidence(), ctx))
+
+
+def test_an_evaluator_that_raises_gives_an_error_verdict() -> None:
+    async def broken(case: Case, evidence: Evidence, *, params: Params, ctx: CriterionContext):  # type: ignore[no-untyped-def]
+        raise KeyError("missing")
+
+    registry = CriterionRegistry([Builtin("custom.broken", Params, broken)])
+    spec = CriterionSpec(kind="custom.broken")
+    verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), CriterionContext()))
+    assert verdict.status == "error"
+    assert verdict.detail == "criterion raised KeyError: 'missing'"
