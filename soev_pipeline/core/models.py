@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import (
@@ -133,9 +133,12 @@ class CaseDefinition(_HasTurns):
 
 
 class Case(CaseDefinition):
-    """A validated case of a suite, with the suite's shared criteria first in `criteria`."""
+    """A validated case of a suite, with the suite's shared criteria first in `criteria`.
 
-    suite: str
+    The loader sets `suite`; a case made by hand (in a criterion's unit test) may leave it.
+    """
+
+    suite: str = ""
 
     @property
     def input(self) -> str:
@@ -145,6 +148,10 @@ class Case(CaseDefinition):
     def digest(self) -> str:
         """The SHA-256 of the case's canonical JSON: what a seal and a run manifest record."""
         return digest(self.model_dump(mode="json"))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 class Usage(FrozenModel):
@@ -193,16 +200,16 @@ class Evidence(FrozenModel):
     """
 
     case_id: str
-    suite: str
-    split: Split
-    attempt: int = Field(ge=0)
+    suite: str = ""
+    split: Split = "dev"
+    attempt: int = Field(default=0, ge=0)
     turns: tuple[Turn, ...] = ()
     reply: str | None = None
     citations: tuple[str, ...] = ()
     refusal_code: str | None = None
     variants: tuple[VariantEvidence, ...] = ()
-    started_at: datetime
-    finished_at: datetime
+    started_at: datetime = Field(default_factory=_now)
+    finished_at: datetime = Field(default_factory=_now)
 
     def all_turns(self) -> tuple[Turn, ...]:
         """The turns of the base case and of every variant."""
