@@ -166,6 +166,13 @@ class RunArchive:
                 except ValidationError:
                     continue
 
+    def count_evidence(self) -> int:
+        """The number of complete evidence lines, without parsing them (for progress)."""
+        if not self.evidence_path.exists():
+            return 0
+        with self.evidence_path.open(encoding="utf-8") as lines:
+            return sum(1 for line in lines if line.endswith("\n") and line.strip())
+
     def completed(self) -> set[tuple[str, int]]:
         """The (case id, attempt) pairs that have evidence."""
         return {(evidence.case_id, evidence.attempt) for evidence in self.iter_evidence()}
@@ -207,12 +214,13 @@ class RunArchive:
         return result
 
 
-def list_runs(runs_dir: Path) -> list[RunArchive]:
-    """The runs in `runs_dir` with a manifest, in the order of their creation."""
+def list_runs(runs_dir: Path) -> list[tuple[RunArchive, Manifest]]:
+    """The runs in `runs_dir` with their manifests, each read once, oldest first."""
     if not runs_dir.exists():
         return []
     runs = []
     for path in runs_dir.iterdir():
         if path.is_dir() and RUN_ID.fullmatch(path.name) and (path / MANIFEST).exists():
-            runs.append(RunArchive(runs_dir, path.name))
-    return sorted(runs, key=lambda run: (run.manifest().created_at, run.run_id))
+            run = RunArchive(runs_dir, path.name)
+            runs.append((run, run.manifest()))
+    return sorted(runs, key=lambda pair: (pair[1].created_at, pair[0].run_id))

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES
 
 from .archive import RunArchive, list_runs
@@ -135,10 +136,10 @@ def previous_report(runs_dir: Path, manifest: Manifest) -> dict[str, Any] | None
     """The latest report of the newest earlier run of the same project, or None."""
     earlier = [
         run
-        for run in list_runs(runs_dir)
+        for run, other in list_runs(runs_dir)
         if run.run_id != manifest.run_id
-        and run.manifest().project == manifest.project
-        and run.manifest().created_at < manifest.created_at
+        and other.project == manifest.project
+        and other.created_at < manifest.created_at
     ]
     for run in reversed(earlier):
         report = run.latest_report()
@@ -149,8 +150,6 @@ def previous_report(runs_dir: Path, manifest: Manifest) -> dict[str, Any] | None
 
 def read_report(archive: RunArchive) -> dict[str, Any]:
     """The report of the run's latest scoring. Raises `ProjectError` when it has none."""
-    from soev_pipeline.core.errors import ProjectError
-
     archive.manifest()
     report = archive.latest_report()
     if report is None:

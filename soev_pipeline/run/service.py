@@ -229,7 +229,7 @@ async def grade_run(
         if callable(warm):
             await asyncio.to_thread(warm)
     scoring_dir = archive.new_scoring()
-    total = sum(1 for _ in archive.iter_evidence()) if progress is not None else 0
+    total = archive.count_evidence() if progress is not None else 0
     with frozen_heap():
         summary = await grade_evidence(
             loaded,

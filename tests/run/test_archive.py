@@ -57,6 +57,7 @@ def test_evidence_streams_and_a_cut_line_is_ignored(tmp_path: Path) -> None:
         file.write(_evidence("c", 0).model_dump_json()[:40])
     assert [e.case_id for e in archive.iter_evidence()] == ["a", "b"]
     assert archive.completed() == {("a", 0), ("b", 0)}
+    assert archive.count_evidence() == 2
     with archive.evidence_writer() as writer:
         writer.append(_evidence("c", 0))
     assert [e.case_id for e in archive.iter_evidence()] == ["a", "b", "c"]
