@@ -6,9 +6,9 @@
 import os
 from pathlib import Path
 
-from soev_pipeline.orchestration import build_definitions
+from soev_pipeline.orchestration import definitions_for
 
 _HERE = Path(__file__).resolve().parent
 _PROJECT = os.environ.get("SOEV_PROJECT") or str(_HERE / "examples" / "demo" / "project.yaml")
 
-defs = build_definitions(_PROJECT, runs_dir=os.environ.get("SOEV_RUNS_DIR") or None)
+defs = definitions_for(_PROJECT, os.environ.get("SOEV_RUNS_DIR") or None)

@@ -1,4 +1,9 @@
-"""Load an evaluation project for the soev-evals command, and give the command its services."""
+"""The soev-evals command: argument parsing, rendering and exit statuses.
+
+The names that the reference places here (`load`, `LoadedProject`, `RuntimeProvider`,
+`RuntimeBindings`, the project errors) live in `soev_pipeline.project` and
+`soev_pipeline.runtime`, and are re-exported here.
+"""
 
 from soev_pipeline.core.errors import (
     CriterionParamsError,
@@ -9,10 +14,10 @@ from soev_pipeline.core.errors import (
     UnknownCriterionError,
 )
 from soev_pipeline.core.project import Project
+from soev_pipeline.project import LoadedProject, Suite, load
+from soev_pipeline.runtime import BuiltinRuntime, RuntimeBindings, RuntimeProvider
 
-from .loading import LoadedProject, Suite, load
 from .main import main
-from .runtimes import BuiltinRuntime, RuntimeBindings, RuntimeProvider
 
 __all__ = [
     "BuiltinRuntime",

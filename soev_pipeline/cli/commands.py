@@ -4,57 +4,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from soev_pipeline.core.errors import ArmError, ProjectError
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.project import SEAL_FILE, ProjectPaths, load, write_seal
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
-from soev_pipeline.run.render import render_report
 from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
+from soev_pipeline.runtime import BUILTIN, check_reachable
 
-from .loading import LoadedProject, load, load_cached
 from .progress import TerminalProgress
-from .runtimes import BUILTIN
-from .sealing import SEAL_FILE, write_seal
+from .render import render_report
 
 
-def _runs_dir(args: argparse.Namespace, loaded_path: Path) -> Path:
-    runs: Path | None = args.runs_dir
-    return runs.resolve() if runs is not None else loaded_path.parent / "runs"
-
-
-def _project_path(args: argparse.Namespace) -> Path:
+def _paths(args: argparse.Namespace) -> ProjectPaths:
+    """The project file of `--project` (which must exist) and the runs of `--runs-dir`."""
     path: Path = args.project
     if not path.exists():
         raise ProjectError(f"{path}: no such project file (give one with --project PATH)")
-    return path.resolve()
-
-
-def check_reachable(loaded: LoadedProject, timeout: float = 3.0) -> None:
-    """Fail fast with one line when the system under test does not accept connections."""
-    url = loaded.project.system.url
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
-            return
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ArmError(
-            f"{loaded.path}: system.base_url: cannot reach {url} ({reason}); "
-            "is the system under test running?"
-        ) from None
+    return ProjectPaths.of(path, getattr(args, "runs_dir", None))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from soev_pipeline.orchestration import launch
+    from soev_pipeline.orchestration.resources import load_project
 
-    path = _project_path(args)
-    loaded = load_cached(path)
-    runs_dir = _runs_dir(args, loaded.path)
+    paths = _paths(args)
+    project = load_project(paths.project_file, paths.runs)
+    loaded = project.loaded
+    runs_dir = paths.runs
     if args.k < 1:
         raise ProjectError(f"--k must be at least 1, not {args.k}")
     resume = args.resume is not None
@@ -67,8 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress.phase(f"run {run_id}")
     try:
         launch.evaluate(
-            loaded.path,
-            runs_dir,
+            project,
             run_id,
             suites=args.suite,
             split=args.split,
@@ -103,9 +81,9 @@ def _interrupted(exc: BaseException) -> bool:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = _project_path(args)
-    loaded = load(path, definitions=False)
-    archive = RunArchive(_runs_dir(args, loaded.path), check_run_id(args.run))
+    paths = _paths(args)
+    load(paths.project_file, definitions=False)
+    archive = RunArchive(paths.runs, check_run_id(args.run))
     report = read_report(archive)
     if args.json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
@@ -116,17 +94,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from soev_pipeline.orchestration import launch
+    from soev_pipeline.orchestration.resources import load_project
 
-    path = _project_path(args)
-    loaded = load_cached(path)
-    runs_dir = _runs_dir(args, loaded.path)
-    archive = RunArchive(runs_dir, check_run_id(args.run))
+    paths = _paths(args)
+    archive = RunArchive(paths.runs, check_run_id(args.run))
+    project = load_project(paths.project_file, paths.runs)
     archive.manifest()
     progress = TerminalProgress(sys.stderr)
     try:
         launch.rescore(
-            loaded.path,
-            runs_dir,
+            project,
             archive.run_id,
             offline=args.offline,
             runtime=args.runtime,
@@ -139,7 +116,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
-    path = _project_path(args)
+    path = _paths(args).project_file
     loaded = (
         load(path, allow_test_additions=True) if args.append else load(path, check_sealed=False)
     )

@@ -42,6 +42,7 @@ from .models import (
 from .ports import (
     Arm,
     CaseSetup,
+    Corpus,
     CriterionContext,
     Judge,
     JudgeRequest,
@@ -68,6 +69,7 @@ __all__ = [
     "CaseDefinition",
     "CaseSetup",
     "CitationsConfig",
+    "Corpus",
     "CriterionContext",
     "CriterionParamsError",
     "CriterionSpec",

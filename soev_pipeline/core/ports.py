@@ -10,14 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue
 
 from .models import Case, Evidence, FrozenModel
-
-if TYPE_CHECKING:
-    from soev_pipeline.corpus import CorpusLookup
 
 
 class JudgeRequest(FrozenModel):
@@ -97,6 +94,29 @@ class Tracker(Protocol):
     async def publish(self, *, manifest: Mapping[str, Any], report: Mapping[str, Any]) -> None: ...
 
 
+class QuoteFinder(Protocol):
+    """Finds the corpus unit that holds a quoted span."""
+
+    def find(self, quote: str) -> str | None: ...
+
+
+@runtime_checkable
+class Corpus(Protocol):
+    """The corpus lookup as the criteria use it: unit ids, and indexes built once.
+
+    `soev_pipeline.corpus.CorpusLookup` is the implementation; the core names only what
+    the criteria ask of it, so that it does not depend on the corpus package.
+    """
+
+    def __contains__(self, unit_id: object) -> bool: ...
+
+    def quote_index(self) -> QuoteFinder: ...
+
+    def mention_index(self) -> Any: ...
+
+    def warm(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class CriterionContext:
     """What a criterion gets besides the case and the evidence.
@@ -108,6 +128,6 @@ class CriterionContext:
 
     messages: Mapping[str, str] = field(default_factory=dict)
     rubrics: Mapping[str, str] = field(default_factory=dict)
-    corpus: CorpusLookup | None = None
+    corpus: Corpus | None = None
     judge: Judge | None = None
     language_detector: LanguageDetector | None = None

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from .lookup import CorpusUnit
+    from .unit import CorpusUnit
 
 _WORD = re.compile(r"\w+")
 _ELLIPSIS = re.compile(r"\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,}")

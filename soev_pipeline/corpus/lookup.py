@@ -13,19 +13,9 @@ from soev_pipeline.core.errors import ProjectError
 
 from .index import QuoteIndex
 from .mentions import MentionIndex
+from .unit import CorpusUnit
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusUnit:
-    """One unit of the corpus: an id such as `BWBR0005537/artikel-6:7`, its text and labels."""
-
-    id: str
-    text: str
-    law: str | None = None
-    aliases: tuple[str, ...] = ()
-    article: str | None = None
 
 
 @dataclass(eq=False)

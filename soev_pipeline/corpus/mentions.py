@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from soev_pipeline.sources import article_of, segments
+from .sources import article_of, segments
 
 if TYPE_CHECKING:
-    from .lookup import CorpusUnit
+    from .unit import CorpusUnit
 
 _KEYWORD = re.compile(r"(?<!\w)(?:artikelen|artikel|artt?\.|art)(?![^\W\d])", re.IGNORECASE)
 _LABEL = re.compile(r"\s*(\d+[a-z]?(?:[.:]\d+[a-z]?)*)(?!\w)", re.IGNORECASE)

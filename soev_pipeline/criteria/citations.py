@@ -21,11 +21,10 @@ from typing import Any
 from pydantic import Field
 
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
-from soev_pipeline.core.ports import CriterionContext
-from soev_pipeline.corpus import CorpusLookup
+from soev_pipeline.core.ports import Corpus, CriterionContext
 from soev_pipeline.corpus.index import quote_fragments
 from soev_pipeline.corpus.mentions import Mention, MentionIndex, article_key
-from soev_pipeline.sources import Match, canonical, matching, unique
+from soev_pipeline.corpus.sources import Match, canonical, matching, unique
 
 from .registry import Builtin, NoParams
 from .verdicts import error, not_applicable, outcome, shorten
@@ -204,9 +203,9 @@ def _unresolved(mention: Mention, index: MentionIndex) -> str | None:
     return None
 
 
-def _mentions(reply: str, corpus: CorpusLookup | None) -> tuple[list[Mention], int]:
+def _mentions(reply: str, corpus: Corpus | None) -> tuple[list[Mention], int]:
     """The distinct article mentions of `reply`, and the count of references without a law."""
-    index = corpus.mention_index() if corpus is not None else MentionIndex({})
+    index: MentionIndex = corpus.mention_index() if corpus is not None else MentionIndex({})
     found, without_law = index.find_mentions(reply)
     distinct: dict[tuple[str, str], Mention] = {}
     for mention in found:
@@ -233,7 +232,7 @@ async def mentions_in_corpus(
     note = f"; {_count(without_law, 'reference')} without a law not checked" if without_law else ""
     if not mentions:
         return not_applicable(f"the reply mentions no article with its law{note}")
-    index = ctx.corpus.mention_index()
+    index: MentionIndex = ctx.corpus.mention_index()
     problems = [problem for mention in mentions if (problem := _unresolved(mention, index))]
     if problems:
         return outcome(

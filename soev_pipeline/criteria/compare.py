@@ -9,7 +9,7 @@ from typing import Any
 
 from soev_pipeline.core.models import Case, Evidence, Verdict
 from soev_pipeline.core.ports import CriterionContext
-from soev_pipeline.sources import article_of, unique
+from soev_pipeline.corpus.sources import article_of, unique
 
 from .registry import Builtin, NoParams
 from .verdicts import error, not_applicable, outcome

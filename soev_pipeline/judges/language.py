@@ -80,3 +80,27 @@ class LangidDetector:
         if language == _NO_LANGUAGE:
             raise LanguageDetectionError("the model finds no linguistic content in the text")
         return language
+
+
+class LazyLangidDetector:
+    """A `LangidDetector` made on first use.
+
+    Its model takes half a second to load, and a project without `reply.language` never
+    needs it: this is the detector a run gets when its runtime gives none.
+    """
+
+    def __init__(self) -> None:
+        self._detector: LangidDetector | None = None
+
+    def _loaded(self) -> LangidDetector:
+        if self._detector is None:
+            self._detector = LangidDetector()
+        return self._detector
+
+    @property
+    def languages(self) -> frozenset[str]:
+        """The codes the detector may answer with."""
+        return self._loaded().languages
+
+    def detect(self, text: str) -> str:
+        return self._loaded().detect(text)

@@ -5,15 +5,12 @@ and dev case ids only; test cases never appear here.
 """
 
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
 
-from soev_pipeline.cli.runtimes import BUILTIN
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.ports import Judge
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.service import (
     RunSelection,
@@ -21,10 +18,8 @@ from soev_pipeline.run.service import (
     attempt_run,
     grade_run,
     prepare_run,
-    prompt_hashes,
-    prompts_version,
 )
-from soev_pipeline.run.session import RuntimeSession
+from soev_pipeline.runtime import BUILTIN, RuntimeSession
 
 from .io import EvidenceRef, ScoringRef
 from .resources import Progress, RuntimeResource, SoevProject
@@ -76,8 +71,10 @@ def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
         ],
         partitions_def=partitions,
     )
-    def load(context: dg.AssetExecutionContext, project: SoevProject) -> dg.MaterializeResult[None]:
-        loaded = project.load()
+    def load(
+        context: dg.AssetExecutionContext, project: dg.ResourceParam[SoevProject]
+    ) -> dg.MaterializeResult[None]:
+        loaded = project.loaded
         suite = loaded.suite(context.partition_key)
         dev = [case for case in suite.cases if case.split == "dev"]
         test = len(suite.cases) - len(dev)
@@ -111,10 +108,10 @@ def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
         )
     ],
 )
-def judge_prompts(project: SoevProject) -> dg.MaterializeResult[None]:
+def judge_prompts(project: dg.ResourceParam[SoevProject]) -> dg.MaterializeResult[None]:
     """Record the hashes of the judge prompts and rubrics; their digest is the data version."""
-    shas = prompt_hashes(project.load())
-    version = prompts_version(shas)
+    shas = project.loaded.prompt_shas
+    version = project.loaded.prompts_version
     return dg.MaterializeResult(
         asset_key="judge_prompts",
         metadata={"prompts_version": version, **{name: sha for name, sha in shas.items()}},
@@ -136,12 +133,12 @@ def judge_prompts(project: SoevProject) -> dg.MaterializeResult[None]:
 def attempt(
     context: dg.AssetExecutionContext,
     config: EvaluateConfig,
-    project: SoevProject,
+    project: dg.ResourceParam[SoevProject],
     runtime: RuntimeResource,
     progress: dg.ResourceParam[Progress],
 ) -> dg.Output[EvidenceRef]:
     run_id = context.partition_key
-    loaded = project.load()
+    loaded = project.loaded
     if config.split not in (None, "dev", "test"):
         raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
     split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
@@ -190,44 +187,28 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     def grade(
         context: dg.AssetExecutionContext,
         config: GradeConfig,
-        project: SoevProject,
+        project: dg.ResourceParam[SoevProject],
         runtime: RuntimeResource,
         progress: dg.ResourceParam[Progress],
         evidence: RunArchive,
     ) -> dg.Output[ScoringRef]:
-        loaded = project.load()
+        loaded = project.loaded
         session = runtime.session
 
         async def score() -> Any:
-            async with AsyncExitStack() as stack:
-                judge: Judge | None = None
-                detector = None
-                if config.offline:
-                    if loaded.project.judge is not None:
-                        from soev_pipeline.judges import open_judge
-
-                        judge = await stack.enter_async_context(
-                            open_judge(
-                                loaded.project.judge,
-                                cache_path=project.state / "judge-cache.sqlite",
-                                offline=True,
-                            )
-                        )
-                else:
-                    name = config.runtime or loaded.project.runtime
-                    bindings = await session.bindings(
-                        loaded, name, _operation(context), project.state
-                    )
-                    judge, detector = bindings.judge, bindings.language_detector
-                progress.phase("grading")
-                return await grade_run(
-                    loaded,
-                    evidence,
-                    judge=judge,
-                    language_detector=detector,
-                    offline=config.offline,
-                    progress=progress.graded,
-                )
+            name = config.runtime or loaded.project.runtime
+            bindings = await session.bindings(
+                loaded, name, _operation(context), project.state, offline=config.offline
+            )
+            progress.phase("grading")
+            return await grade_run(
+                loaded,
+                evidence,
+                judge=bindings.judge,
+                language_detector=bindings.language_detector,
+                offline=config.offline,
+                progress=progress.graded,
+            )
 
         scoring_dir, summary = session.run(score())
         metadata: dict[str, Any] = {
@@ -262,7 +243,7 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
 def report(
     context: dg.AssetExecutionContext,
     config: ReportConfig,
-    project: SoevProject,
+    project: dg.ResourceParam[SoevProject],
     runtime: RuntimeResource,
     verdicts: Path,
 ) -> dg.Output[dict[str, Any]]:
@@ -301,7 +282,7 @@ async def _publish(
     built: dict[str, Any],
 ) -> None:
     """Give the public report to the runtime's tracker, when it has one."""
-    loaded = project.load()
+    loaded = project.loaded
     bindings = await session.bindings(loaded, name or loaded.project.runtime, "run", project.state)
     if bindings.tracker is not None:
         manifest = archive.manifest().model_dump(mode="json")

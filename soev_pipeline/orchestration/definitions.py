@@ -6,8 +6,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from soev_pipeline.run.service import prompt_hashes, prompts_version
-
 from .assets import (
     RUN_ASSETS_IO,
     attempt,
@@ -19,28 +17,23 @@ from .assets import (
 from .checks import build_prompts_check
 from .io import RunArchiveIOManager
 from .jobs import build_jobs, build_nightly_schedule
-from .resources import Progress, RuntimeResource, SoevProject
+from .resources import Progress, RuntimeResource, SoevProject, load_project
 
 
 def build_definitions(
-    project_path: str | Path,
+    project: SoevProject,
     *,
-    runs_dir: str | Path | None = None,
     progress: Progress | None = None,
     nightly_cron: str | None = None,
 ) -> dg.Definitions:
-    """The assets, jobs, check and schedule of the project at `project_path`.
+    """The assets, jobs, check and schedule of a loaded project.
 
-    The project is loaded once here: its suite names partition `suites`, and the hashes
-    of its prompts and rubrics make the code version of `verdicts`, so a changed prompt
-    shows the verdicts graded with the old one as stale once the definitions reload.
+    Its suite names partition `suites`, and the hashes of its prompts and rubrics make the
+    code version of `verdicts`, so a changed prompt shows the verdicts graded with the old
+    one as stale once the definitions reload.
     """
-    project = SoevProject(
-        project_path=str(Path(project_path).resolve()),
-        runs_dir=str(Path(runs_dir).resolve()) if runs_dir else None,
-    )
-    loaded = project.load()
-    version = prompts_version(prompt_hashes(loaded))
+    loaded = project.loaded
+    version = loaded.prompts_version
     suites = build_suites_asset([suite.name for suite in loaded.suites])
     verdicts = build_verdicts_asset(version)
     jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report)
@@ -51,8 +44,18 @@ def build_definitions(
         schedules=[build_nightly_schedule(jobs[0], nightly_cron)],
         resources={
             "project": project,
-            RUN_ASSETS_IO: RunArchiveIOManager(runs_dir=str(project.runs)),
+            RUN_ASSETS_IO: RunArchiveIOManager(project.runs),
             "progress": progress or Progress(),
             "runtime": RuntimeResource(),
         },
     )
+
+
+def definitions_for(
+    project_file: str | Path,
+    runs_dir: str | Path | None = None,
+    *,
+    nightly_cron: str | None = None,
+) -> dg.Definitions:
+    """Load the project at `project_file` and build its definitions (a code location's)."""
+    return build_definitions(load_project(project_file, runs_dir), nightly_cron=nightly_cron)

@@ -32,13 +32,17 @@ class ScoringRef:
     scoring: str
 
 
-class RunArchiveIOManager(dg.ConfigurableIOManager):
-    """Reads and writes `runs/<run_id>/` for the run-partitioned assets."""
+class RunArchiveIOManager(dg.IOManager):
+    """Reads and writes `runs/<run_id>/` for the run-partitioned assets.
 
-    runs_dir: str
+    It takes the runs folder of the project resource, so there is one setting for it.
+    """
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = runs_dir
 
     def _archive(self, partition_key: str) -> RunArchive:
-        return RunArchive(Path(self.runs_dir), partition_key)
+        return RunArchive(self.runs_dir, partition_key)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         archive = self._archive(context.partition_key)

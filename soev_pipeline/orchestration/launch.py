@@ -9,32 +9,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from soev_pipeline.cli.loading import load_cached
-from soev_pipeline.cli.runtimes import state_dir
+from soev_pipeline.project import ProjectPaths
 
 from .assets import runs_partitions
 from .definitions import build_definitions
 from .jobs import EVALUATE, LOAD_SUITES, RESCORE
-from .resources import Progress
+from .resources import Progress, SoevProject
 
 QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
-def dagster_home(runs_dir: Path) -> Path:
-    """`$DAGSTER_HOME`, else the `dagster` folder of the state beside the runs."""
-    configured = os.environ.get("DAGSTER_HOME")
-    return Path(configured) if configured else state_dir(runs_dir) / "dagster"
-
-
 @contextmanager
-def project_instance(runs_dir: Path) -> Iterator[dg.DagsterInstance]:
-    """The Dagster instance the CLI and the UI share for the runs in `runs_dir`."""
-    home = dagster_home(runs_dir).resolve()
+def project_instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance the CLI and the UI share for the project's runs."""
+    home = paths.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
@@ -52,10 +44,10 @@ def project_instance(runs_dir: Path) -> Iterator[dg.DagsterInstance]:
 
 
 def _changed_suites(
-    instance: dg.DagsterInstance, project_path: Path, names: Sequence[str]
+    instance: dg.DagsterInstance, project: SoevProject, names: Sequence[str]
 ) -> list[str]:
     """The suites whose digest differs from their latest `suites` materialization."""
-    loaded = load_cached(project_path)
+    loaded = project.loaded
     changed = []
     for name in names:
         result = instance.fetch_materializations(
@@ -77,8 +69,7 @@ def _ensure_partition(instance: dg.DagsterInstance, run_id: str) -> None:
 
 
 def evaluate(
-    project_path: Path,
-    runs_dir: Path,
+    project: SoevProject,
     run_id: str,
     *,
     suites: Sequence[str],
@@ -92,14 +83,11 @@ def evaluate(
 
     Raises the step's own exception when a step fails (a `ProjectError`, say).
     """
-    defs = build_definitions(project_path, runs_dir=runs_dir, progress=progress)
-    names = list(suites)
-    if not names:
-        partitions = defs.resolve_assets_def("suites").partitions_def
-        names = list(partitions.get_partition_keys()) if partitions is not None else []
-    with project_instance(runs_dir) as instance:
+    defs = build_definitions(project, progress=progress)
+    names = list(suites) or [suite.name for suite in project.loaded.suites]
+    with project_instance(project.paths) as instance:
         load_suites = defs.resolve_job_def(LOAD_SUITES)
-        for name in _changed_suites(instance, project_path, names):
+        for name in _changed_suites(instance, project, names):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
         _ensure_partition(instance, run_id)
         config = {
@@ -126,8 +114,7 @@ def evaluate(
 
 
 def rescore(
-    project_path: Path,
-    runs_dir: Path,
+    project: SoevProject,
     run_id: str,
     *,
     offline: bool,
@@ -135,8 +122,8 @@ def rescore(
     progress: Progress | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Re-materialize `verdicts` and `report` of a run from its archived evidence."""
-    defs = build_definitions(project_path, runs_dir=runs_dir, progress=progress)
-    with project_instance(runs_dir) as instance:
+    defs = build_definitions(project, progress=progress)
+    with project_instance(project.paths) as instance:
         _ensure_partition(instance, run_id)
         run_config = {
             **QUIET,

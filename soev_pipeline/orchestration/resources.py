@@ -1,4 +1,4 @@
-"""Resources: the project the assets evaluate, and where the CLI shows progress."""
+"""Resources: the loaded project the assets evaluate, its runtime session, and progress."""
 
 from __future__ import annotations
 
@@ -7,13 +7,48 @@ from pathlib import Path
 import dagster as dg
 from pydantic import PrivateAttr
 
-from soev_pipeline.cli.loading import LoadedProject, load_cached
-from soev_pipeline.cli.runtimes import state_dir
 from soev_pipeline.core.errors import ProjectError, SealChangedError
+from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.progress import Progress
-from soev_pipeline.run.session import RuntimeSession
+from soev_pipeline.runtime import RuntimeSession
 
-__all__ = ["Progress", "RuntimeResource", "SoevProject"]
+__all__ = ["Progress", "RuntimeResource", "SoevProject", "load_project"]
+
+
+class SoevProject:
+    """The evaluation project of a code location: loaded once, with its paths.
+
+    The definitions are built from it, and every asset gets it as the `project` resource,
+    so a command (or a Dagster run process) reads the project's files once.
+    """
+
+    def __init__(self, loaded: LoadedProject, paths: ProjectPaths) -> None:
+        self.loaded = loaded
+        self.paths = paths
+
+    @property
+    def runs(self) -> Path:
+        return self.paths.runs
+
+    @property
+    def state(self) -> Path:
+        return self.paths.state
+
+
+def load_project(project_file: Path | str, runs_dir: Path | str | None = None) -> SoevProject:
+    """Load the project for Dagster, with a changed seal reported by its count alone.
+
+    `SealChangedError`'s own message lists the changed test cases; Dagster would keep it in
+    its storage and show it in the UI, so here it becomes a `ProjectError` that counts
+    them, raised outside the handler so that no chained exception carries the ids.
+    """
+    paths = ProjectPaths.of(project_file, runs_dir)
+    message = None
+    try:
+        return SoevProject(load(paths.project_file), paths)
+    except SealChangedError as exc:
+        message = exc.aggregate_message
+    raise ProjectError(message)
 
 
 class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -34,41 +69,3 @@ class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if self._session is None:
             self._session = RuntimeSession()
         return self._session
-
-
-class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The evaluation project: its project.yaml and the folder of its runs."""
-
-    project_path: str
-    runs_dir: str | None = None
-
-    @property
-    def path(self) -> Path:
-        return Path(self.project_path).resolve()
-
-    @property
-    def runs(self) -> Path:
-        return Path(self.runs_dir).resolve() if self.runs_dir else self.path.parent / "runs"
-
-    @property
-    def state(self) -> Path:
-        return state_dir(self.runs)
-
-    def load(self) -> LoadedProject:
-        """The loaded project; reloaded only when one of its files changed."""
-        return load_sealed(self.path)
-
-
-def load_sealed(path: Path) -> LoadedProject:
-    """`load_cached`, with a changed seal reported by its count alone.
-
-    `SealChangedError`'s own message lists the changed test cases; Dagster would keep it in
-    the event log and show it in the UI, so here it becomes a `ProjectError` that counts
-    them, raised outside the handler so that no chained exception carries the ids.
-    """
-    message = None
-    try:
-        return load_cached(path)
-    except SealChangedError as exc:
-        message = exc.aggregate_message
-    raise ProjectError(message)

@@ -8,16 +8,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from soev_pipeline.core.models import Case, Evidence, Verdict
 from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.project import LoadedProject
 
 from .archive import SCORING, VERDICTS, write_json_atomically
 from .scoring import score_attempt
-
-if TYPE_CHECKING:
-    from soev_pipeline.cli.loading import LoadedProject
 
 Progress = Callable[[int, int], None]
 

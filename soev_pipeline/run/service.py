@@ -12,48 +12,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from soev_pipeline.core.canonical import digest
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, Split
 from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector
+from soev_pipeline.judges.language import LazyLangidDetector
+from soev_pipeline.project import LoadedProject
+from soev_pipeline.runtime import RuntimeBindings
 
 from .archive import REPORT, SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
 from .grading import GradingSummary, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .report import build_report, previous_report
-
-if TYPE_CHECKING:
-    from soev_pipeline.cli.loading import LoadedProject
-    from soev_pipeline.cli.runtimes import RuntimeBindings
-
-
-def prompt_texts(loaded: LoadedProject) -> dict[str, str]:
-    """Every judge prompt, and the rubric texts the project's criteria name, by name.
-
-    Prompts are named by task (`nuggets.coverage`), rubrics by their project path. All five
-    prompts count, also those of judge kinds the project does not use: a run records the
-    judge it ran with, whole.
-    """
-    from soev_pipeline.judges import load_prompts
-
-    texts = dict(load_prompts())
-    texts.update(loaded.context.rubrics)
-    return dict(sorted(texts.items()))
-
-
-def prompt_hashes(loaded: LoadedProject) -> dict[str, str]:
-    """The SHA-256 of each judge prompt and rubric the project uses."""
-    from soev_pipeline.judges import prompt_shas
-
-    return prompt_shas(prompt_texts(loaded))
-
-
-def prompts_version(shas: dict[str, str]) -> str:
-    """One short hash over all prompt hashes: the code version of the verdicts."""
-    return digest(shas)[:12]
 
 
 @dataclass(frozen=True)
@@ -105,7 +77,7 @@ def prepare_run(
         ResumeError: the cases or prompts changed since the run started.
     """
     archive = RunArchive(runs_dir, run_id)
-    shas = prompt_hashes(loaded)
+    shas = loaded.prompt_shas
     if resume:
         manifest = archive.manifest()
         check_same_project(manifest, loaded.project.name)
@@ -177,34 +149,6 @@ async def attempt_run(
         )
 
 
-class _LazyDetector:
-    """A `LangidDetector` made on first use: its model takes half a second to load, and a
-    project without `reply.language` never needs it."""
-
-    def __init__(self) -> None:
-        self._detector: Any = None
-
-    def _loaded(self) -> Any:
-        if self._detector is None:
-            from soev_pipeline.judges import LangidDetector
-
-            self._detector = LangidDetector()
-        return self._detector
-
-    @property
-    def languages(self) -> frozenset[str]:
-        """The languages the detector can answer with."""
-        return frozenset(self._loaded().languages)
-
-    def detect(self, text: str) -> str:
-        return str(self._loaded().detect(text))
-
-
-def default_language_detector() -> LanguageDetector:
-    """The detector the CLI gives `reply.language` when the runtime gives none."""
-    return _LazyDetector()
-
-
 async def grade_run(
     loaded: LoadedProject,
     archive: RunArchive,
@@ -222,7 +166,7 @@ async def grade_run(
         rubrics=loaded.context.rubrics,
         corpus=loaded.context.corpus,
         judge=judge,
-        language_detector=language_detector or default_language_detector(),
+        language_detector=language_detector or LazyLangidDetector(),
     )
     if ctx.corpus is not None:
         warm = getattr(ctx.corpus, "warm", None)
@@ -237,7 +181,7 @@ async def grade_run(
             archive.iter_evidence(),
             scoring_dir,
             total=total,
-            prompts=prompt_hashes(loaded),
+            prompts=loaded.prompt_shas,
             offline=offline,
             progress=progress,
         )

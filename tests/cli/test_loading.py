@@ -18,8 +18,7 @@ from soev_pipeline.cli import (
     load,
     main,
 )
-from soev_pipeline.cli.loading import read_project
-from soev_pipeline.cli.sealing import write_seal
+from soev_pipeline.project import read_project, write_seal
 from tests.conftest import SECRET, write_project
 
 URL = "http://127.0.0.1:9/"

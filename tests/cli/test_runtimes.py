@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from soev_pipeline.cli import ProjectError, main
-from soev_pipeline.cli.runtimes import BuiltinRuntime, resolve_runtime
+from soev_pipeline.runtime import BuiltinRuntime, resolve_runtime
 from tests.support.scripted_system import ScriptedSystem
 
 RUNTIME = """
@@ -64,7 +64,9 @@ def test_unknown_runtime() -> None:
 
 def test_duplicate_runtime_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _install(tmp_path, monkeypatch, "twice", "twice")
-    monkeypatch.setattr("soev_pipeline.cli.runtimes.entry_points", _distinct_entry_points(tmp_path))
+    monkeypatch.setattr(
+        "soev_pipeline.runtime.resolve.entry_points", _distinct_entry_points(tmp_path)
+    )
     with pytest.raises(ProjectError, match=r"runtime 'twice': 2 entry points"):
         resolve_runtime("twice")
 

@@ -14,13 +14,14 @@ import threading
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from soev_pipeline.core.errors import ArmError, JudgeError
+from soev_pipeline.project import LoadedProject
 
-if TYPE_CHECKING:
-    from soev_pipeline.cli.loading import LoadedProject
-    from soev_pipeline.cli.runtimes import Operation, RuntimeBindings
+from .builtin import open_project_judge
+from .providers import Operation, RuntimeBindings
+from .resolve import resolve_runtime
 
 T = TypeVar("T")
 CANCEL_GRACE_S = 30.0
@@ -65,26 +66,35 @@ class RuntimeSession:
         loaded: LoadedProject,
         name: str | None,
         operation: Operation,
-        state: Path | None = None,
+        state: Path,
+        *,
+        offline: bool = False,
     ) -> RuntimeBindings:
         """The provider's bindings, opening the provider called `name` the first time.
 
         Later calls get the same bindings: a command opens one runtime, the one its first
-        step asked for.
+        step asked for. `offline` opens no provider at all: the bindings hold only the
+        project's judge, answering from the judge cache in `state`.
 
         Raises:
             ProjectError: no provider has the name.
             ArmError, JudgeError: the provider could not open; the message names the
                 project file.
         """
-        from soev_pipeline.cli.runtimes import resolve_runtime
-
         if self._bindings is not None:
             return self._bindings
-        provider = resolve_runtime(name, state=state)
         stack = AsyncExitStack()
         try:
-            bindings = await stack.enter_async_context(provider.open(loaded, operation=operation))
+            if offline:
+                judge = await stack.enter_async_context(
+                    open_project_judge(loaded, state, offline=True)
+                )
+                bindings = RuntimeBindings(judge=judge)
+            else:
+                provider = resolve_runtime(name, state=state)
+                bindings = await stack.enter_async_context(
+                    provider.open(loaded, operation=operation)
+                )
         except (ArmError, JudgeError) as exc:
             await stack.aclose()
             message = str(exc)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import os
-import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,8 +29,9 @@ from soev_pipeline.core.ports import CaseSetup, CriterionContext
 from soev_pipeline.core.project import Project, SuiteEntry
 from soev_pipeline.corpus import load_corpus
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
+from soev_pipeline.judges import load_prompts, prompt_shas
 
-from .sealing import SEAL_FILE, check_seal
+from .sealing import check_seal
 
 SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """LibYAML's safe loader when PyYAML was built with it: suites of thousands of cases load
@@ -89,6 +89,28 @@ class LoadedProject:
     def cases(self) -> Iterator[Case]:
         for suite in self.suites:
             yield from suite.cases
+
+    @cached_property
+    def prompt_texts(self) -> dict[str, str]:
+        """Every judge prompt, and the rubric texts the project's criteria name, by name.
+
+        Prompts are named by task (`nuggets.coverage`), rubrics by their project path. All
+        five prompts count, also those of judge kinds the project does not use: a run
+        records the judge it ran with, whole.
+        """
+        texts = dict(load_prompts())
+        texts.update(self.context.rubrics)
+        return dict(sorted(texts.items()))
+
+    @cached_property
+    def prompt_shas(self) -> dict[str, str]:
+        """The SHA-256 of each judge prompt and rubric, hashed once per loaded project."""
+        return prompt_shas(self.prompt_texts)
+
+    @property
+    def prompts_version(self) -> str:
+        """One short hash over all prompt hashes: the code version of the verdicts."""
+        return digest(self.prompt_shas)[:12]
 
 
 def read_project(path: Path) -> Project:
@@ -174,77 +196,8 @@ def load(
     return LoadedProject(path, project, registry, suites, setup, context, params)
 
 
-_Stamp = tuple[int, int] | None
-
-
-def _stamp(path: Path) -> _Stamp:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_size)
-
-
-@dataclass(frozen=True)
-class _Fingerprint:
-    """What a loaded project was read from: files, suite globs and environment variables."""
-
-    files: tuple[tuple[Path, _Stamp], ...]
-    globs: tuple[tuple[str, tuple[Path, ...]], ...]
-    env: tuple[tuple[str, str | None], ...]
-
-    @classmethod
-    def of(cls, loaded: LoadedProject) -> _Fingerprint:
-        directory = loaded.directory
-        project = loaded.project
-        files = [loaded.path, directory / SEAL_FILE]
-        files += [file for suite in loaded.suites for file in suite.files]
-        files += [directory / reference for reference in loaded.context.rubrics]
-        if project.corpus is not None:
-            files.append(directory / project.corpus)
-        if project.hooks is not None:
-            module = sys.modules.get(project.hooks)
-            origin = getattr(module, "__file__", None)
-            if origin:
-                files.append(Path(origin))
-        text = loaded.path.read_text(encoding="utf-8")
-        names = sorted(set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text)))
-        return cls(
-            files=tuple((file, _stamp(file)) for file in files),
-            globs=tuple((entry.files, _glob(directory, entry.files)) for entry in project.suites),
-            env=tuple((name, os.environ.get(name)) for name in names),
-        )
-
-    def current(self, directory: Path) -> bool:
-        """Whether nothing it was read from has changed since."""
-        return (
-            all(_stamp(file) == stamp for file, stamp in self.files)
-            and all(_glob(directory, pattern) == found for pattern, found in self.globs)
-            and all(os.environ.get(name) == value for name, value in self.env)
-        )
-
-
 def _glob(directory: Path, pattern: str) -> tuple[Path, ...]:
     return tuple(sorted(path for path in directory.glob(pattern) if path.is_file()))
-
-
-_LOADED: dict[tuple[Path, bool], tuple[LoadedProject, _Fingerprint]] = {}
-
-
-def load_cached(path: Path | str, *, allow_test_additions: bool = False) -> LoadedProject:
-    """`load`, reusing the last result for the same file while nothing it read has changed.
-
-    One command loads the project in several places (the command, the definitions, each
-    step); for a project of thousands of cases this loads it once.
-    """
-    path = Path(path).resolve()
-    key = (path, allow_test_additions)
-    cached = _LOADED.get(key)
-    if cached is not None and cached[1].current(path.parent):
-        return cached[0]
-    loaded = load(path, allow_test_additions=allow_test_additions)
-    _LOADED[key] = (loaded, _Fingerprint.of(loaded))
-    return loaded
 
 
 @contextmanager

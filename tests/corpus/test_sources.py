@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from soev_pipeline.sources import article_of, canonical, matches, matching, segments, unique
+from soev_pipeline.corpus.sources import article_of, canonical, matches, matching, segments, unique
 
 AWB_67 = "BWBR0005537/artikel-6:7"
 

@@ -1,0 +1,19 @@
+"""An evaluation project on disk: loading it, sealing its test split, and its paths."""
+
+from .loading import LoadedProject, Suite, load, read_project
+from .paths import ProjectPaths, state_dir
+from .sealing import SEAL_FILE, SealResult, check_seal, read_seal, write_seal
+
+__all__ = [
+    "SEAL_FILE",
+    "LoadedProject",
+    "ProjectPaths",
+    "SealResult",
+    "Suite",
+    "check_seal",
+    "load",
+    "read_project",
+    "read_seal",
+    "state_dir",
+    "write_seal",
+]

@@ -1,0 +1,25 @@
+"""The services of one command: runtime providers, the built-in one, and the session."""
+
+from .builtin import BuiltinRuntime, check_reachable, open_project_judge
+from .providers import (
+    BUILTIN,
+    ENTRY_POINT_GROUP,
+    Operation,
+    RuntimeBindings,
+    RuntimeProvider,
+)
+from .resolve import resolve_runtime
+from .session import RuntimeSession
+
+__all__ = [
+    "BUILTIN",
+    "ENTRY_POINT_GROUP",
+    "BuiltinRuntime",
+    "Operation",
+    "RuntimeBindings",
+    "RuntimeProvider",
+    "RuntimeSession",
+    "check_reachable",
+    "open_project_judge",
+    "resolve_runtime",
+]

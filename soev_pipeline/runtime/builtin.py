@@ -1,0 +1,91 @@
+"""The built-in runtime provider, and the services it builds for both front ends.
+
+The CLI and the Dagster assets get their arm and judge from here and nowhere else: the arm
+for the project's `system` over one client of `create_http_client`, and the judge for its
+`judge` section over the judge cache of the project's state.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from soev_pipeline.arms import create_arm, create_http_client
+from soev_pipeline.core.errors import ArmError
+from soev_pipeline.core.ports import Arm, Judge
+from soev_pipeline.judges import LLMJudge, open_judge
+from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.paths import JUDGE_CACHE, ProjectPaths
+
+from .providers import Operation, RuntimeBindings
+
+
+@asynccontextmanager
+async def open_project_judge(
+    loaded: LoadedProject, state: Path, *, offline: bool = False
+) -> AsyncIterator[LLMJudge | None]:
+    """The project's judge with the judge cache in `state`, or None without a `judge` section.
+
+    Offline, the judge answers from the cache alone and opens no client.
+    """
+    config = loaded.project.judge
+    if config is None:
+        yield None
+        return
+    async with open_judge(config, cache_path=state / JUDGE_CACHE, offline=offline) as judge:
+        yield judge
+
+
+class BuiltinRuntime:
+    """The built-in provider: an arm for the project's `system`, and a judge for its `judge`.
+
+    The arm is a `SoevThreadArm` (or a `ChatCompletionsArm` for `kind: chat-completions`)
+    over one client from `create_http_client`; a rescore gets no arm. When the project has
+    a `judge` section, the judge is an `LLMJudge` over an OpenAI-compatible adapter with
+    the judge cache in `state_dir` (default: `.soev/` beside the project's runs).
+    """
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        self.state_dir = state_dir
+
+    @asynccontextmanager
+    async def _bindings(
+        self, loaded: LoadedProject, *, operation: Operation
+    ) -> AsyncIterator[RuntimeBindings]:
+        project = loaded.project
+        state = self.state_dir or ProjectPaths.of(loaded.path).state
+        async with AsyncExitStack() as stack:
+            arm: Arm | None = None
+            if operation == "run":
+                http = await stack.enter_async_context(create_http_client(project.system))
+                arm = create_arm(http, project)
+            judge: Judge | None = await stack.enter_async_context(open_project_judge(loaded, state))
+            yield RuntimeBindings(arm=arm, judge=judge)
+
+    def open(
+        self, loaded: LoadedProject, *, operation: Operation
+    ) -> AbstractAsyncContextManager[RuntimeBindings]:
+        return self._bindings(loaded, operation=operation)
+
+
+def check_reachable(loaded: LoadedProject, timeout: float = 3.0) -> None:
+    """Fail fast with one line when the system under test does not accept connections.
+
+    Raises:
+        ArmError: no connection opens to `system.base_url`; the message names the project file.
+    """
+    url = loaded.project.system.url
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ArmError(
+            f"{loaded.path}: system.base_url: cannot reach {url} ({reason}); "
+            "is the system under test running?"
+        ) from None
