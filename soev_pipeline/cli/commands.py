@@ -86,7 +86,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     archive = RunArchive(paths.runs, check_run_id(args.run))
     report = read_report(archive)
     if args.json:
-        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+        )
     else:
         sys.stdout.write(render_report(report))
     return 0

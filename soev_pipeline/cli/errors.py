@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from soev_pipeline.core.errors import SealChangedError, SoevError
+from soev_pipeline.core.errors import SealChangedError, SoevError, validation_problem, where
 
 EXIT_ERROR = 1
 
@@ -18,22 +18,12 @@ def is_user_error(exc: BaseException) -> bool:
     return isinstance(exc, SoevError | ValidationError | yaml.YAMLError | OSError | ImportError)
 
 
-def _validation(exc: ValidationError, path: Path) -> str:
-    first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-    more = exc.error_count() - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{path}: {field}: {message}{suffix}"
-
-
 def _yaml(exc: yaml.YAMLError, path: Path) -> str:
     mark = getattr(exc, "problem_mark", None)
-    where = f"{getattr(mark, 'name', None) or path}"
-    if mark is not None:
-        where += f": line {mark.line + 1}, column {mark.column + 1}"
+    line, column = (None, None) if mark is None else (mark.line + 1, mark.column + 1)
+    place = where(getattr(mark, "name", None) or path, line=line, column=column)
     problem = getattr(exc, "problem", None) or "invalid YAML"
-    return f"{where}: {problem}"
+    return f"{place}: {problem}"
 
 
 def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
@@ -44,7 +34,7 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, i
     if isinstance(exc, SoevError):
         return _one_line(str(exc)), EXIT_ERROR
     if isinstance(exc, ValidationError):
-        return _validation(exc, project), EXIT_ERROR
+        return f"{where(project)}: {validation_problem(exc)}", EXIT_ERROR
     if isinstance(exc, yaml.YAMLError):
         return _yaml(exc, project), EXIT_ERROR
     if isinstance(exc, OSError):

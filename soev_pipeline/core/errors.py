@@ -11,19 +11,64 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 
 def where(
-    path: str | Path | None = None, *, case: str | None = None, field: str | None = None
+    path: str | Path | None = None,
+    *,
+    line: int | None = None,
+    column: int | None = None,
+    case: str | None = None,
+    split: str | None = None,
+    position: int | None = None,
+    field: str | None = None,
 ) -> str:
-    """Return the place of a problem as `file: case 'id': field`, leaving out what is None."""
+    """Return the place of a problem, `file: case 'id': field`, leaving out what is None.
+
+    A case is named by its id, or by its number in the file when it has none. A case of
+    the test split is only ever `test case #N`: a test case id is secret, and an error
+    message may end up anywhere.
+
+    Args:
+        path: the file.
+        line: the line in the file, counted from 1: `file: line L, column C`.
+        column: the column on that line, counted from 1.
+        case: the case id.
+        split: the case's split; "test" hides the id.
+        position: the case's index among the cases of the file, counted from 0.
+        field: the field path in the file or in the case, e.g. `criteria[0]`.
+    """
     parts: list[str] = []
     if path is not None:
         parts.append(str(path))
-    if case is not None:
+    if line is not None:
+        parts.append(f"line {line}" if column is None else f"line {line}, column {column}")
+    if split == "test":
+        parts.append("a test case" if position is None else f"test case #{position + 1}")
+    elif case is not None:
         parts.append(f"case {case!r}")
+    elif position is not None:
+        parts.append(f"case #{position + 1}")
     if field is not None:
         parts.append(field)
     return ": ".join(parts)
+
+
+def validation_problem(exc: ValidationError, *, skip: int = 0) -> str:
+    """Return `field: message` for the first error of `exc`, and how many more there are.
+
+    An extra key reads "unknown key", the usual typo. The field is the error's location
+    after its first `skip` parts, which the caller's place already names (`cases`, 3);
+    an error about the whole input is `(top level)`.
+    """
+    first = exc.errors()[0]
+    loc = tuple(first["loc"])
+    field = ".".join(str(part) for part in loc[skip:]) if loc else "(top level)"
+    message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+    more = exc.error_count() - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{field}: {message}{suffix}" if field else f"{message}{suffix}"
 
 
 class SoevError(Exception):

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Literal
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
+from .env import expand_env as expand_env  # re-exported: callers know it from here
 from .models import FrozenModel
 
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def expand_env(text: str) -> str:
-    """Replace `${VAR}` and `${VAR:-default}` in `text` with values from the environment.
-
-    Raises:
-        ValueError: a variable without a default is not set; the message names it.
-    """
-
-    def value(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        found = os.environ.get(name)
-        if found is not None and (found or default is None):
-            return found
-        if default is not None:
-            return default
-        raise ValueError(f"environment variable {name} is not set")
-
-    return _ENV_REFERENCE.sub(value, text)
 
 
 def _expanded(value: Any) -> Any:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from soev_pipeline.text import shorten
+
 from .sources import article_of, segments
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ _ARTICLE_PREFIX = re.compile(r"^(?:artikel|art\.?)\s*", re.IGNORECASE)
 _LEADING_ARTICLE = ("de", "het")
 _MAX_LAW_WINDOW = 240
 _UNKNOWN_LAW_WORDS = 5
+_SHOWN_CHARS = 80
 _CONNECTORS = frozenset({"op", "de", "het", "der", "van", "tot", "inzake", "in", "voor"})
 
 
@@ -145,7 +148,9 @@ class MentionIndex:
                 continue
             name, key, law_end = law
             written = " ".join(text[match.start() : law_end].split())
-            mentions.extend(Mention(label, name, key, _shorten(written)) for label in labels)
+            mentions.extend(
+                Mention(label, name, key, shorten(written, _SHOWN_CHARS)) for label in labels
+            )
             position = law_end
         return mentions, without_law
 
@@ -223,7 +228,3 @@ def _label_of_id(unit_id: str) -> str | None:
     if not last or not last[0].casefold().startswith("artikel"):
         return None
     return last[0][len("artikel") :].lstrip("-_ ") or None
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

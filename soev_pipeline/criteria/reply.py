@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from soev_pipeline.core.errors import LanguageDetectionError
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.ports import CriterionContext
-from soev_pipeline.text import letter_words, split_sentences
+from soev_pipeline.text import letter_words, shorten, split_sentences
 
 from .registry import Builtin
 from .verdicts import error, not_applicable, outcome
@@ -103,7 +103,9 @@ async def language(
     if skipped:
         detail += f"; {skipped} not counted"
     if others:
-        shown = "; ".join(f"[{code}] {_shorten(sentence)!r}" for sentence, code in others[:_SHOWN])
+        shown = "; ".join(
+            f"[{code}] {shorten(sentence, _SHORTEN)!r}" for sentence, code in others[:_SHOWN]
+        )
         more = f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""
         detail += f"; not {params.language}: {shown}{more}"
     return outcome(passed=share >= params.min_share, detail=detail)
@@ -165,10 +167,6 @@ def _match(reply: str, params: ContainsParams) -> tuple[list[str], list[str]]:
     for pattern in params.regex:
         (matched if re.search(pattern, reply, flags) else missed).append(f"regex {pattern!r}")
     return matched, missed
-
-
-def _shorten(sentence: str) -> str:
-    return sentence if len(sentence) <= _SHORTEN else sentence[: _SHORTEN - 1] + "…"
 
 
 KINDS: list[Builtin[Any]] = [

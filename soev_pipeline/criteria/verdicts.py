@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import CriterionContext, JudgeRequest, JudgeResult
+from soev_pipeline.text import shorten as shorten_text
 
 DETAIL_CHARS = 160
 
@@ -17,8 +18,7 @@ def shorten(text: str, limit: int = DETAIL_CHARS) -> str:
     Verdict details may quote a reply, a corpus quote or a judge's explanation, but only
     briefly: test cases are secret, and a detail should stay one short line.
     """
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return shorten_text(text, limit, flatten=True)
 
 
 def outcome(*, passed: bool, detail: str = "") -> Verdict:

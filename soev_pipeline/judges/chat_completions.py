@@ -17,11 +17,17 @@ import httpx
 from pydantic import JsonValue
 
 from soev_pipeline.core.errors import JudgeError
-from soev_pipeline.core.http import RetryPolicy, retry_after_seconds
+from soev_pipeline.core.http import RetryPolicy, RetryRules, send_with_retries
 
 logger = logging.getLogger(__name__)
 
-_RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+RETRY_RULES = RetryRules(
+    status=lambda status: status == 429 or status >= 500,
+    errors=(httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError),
+    give_up_on_long_wait=True,
+)
+"""A judge call only reads, so every timeout, network error, 429 and 5xx may be asked
+again; a server that asks for a wait past the cap is not waited for."""
 
 
 class ChatCompletionsLLM:
@@ -100,39 +106,40 @@ class ChatCompletionsLLM:
         return _content(response)
 
     async def _post(self, body: dict[str, JsonValue]) -> httpx.Response:
-        retries = 0
-        while True:
-            retry_after: float | None = None
-            try:
-                async with self._semaphore:
-                    response = await self._client.post("chat/completions", json=body)
-            except _RETRY_ERRORS as exc:
-                reason = type(exc).__name__
-            except httpx.HTTPError as exc:
-                raise JudgeError(f"judge call failed: {type(exc).__name__}") from None
-            else:
-                if response.is_success:
-                    return response
-                reason = f"HTTP {response.status_code}"
-                if response.status_code != 429 and response.status_code < 500:
-                    raise JudgeError(f"judge call failed: {reason}")
-                retry_after = retry_after_seconds(response.headers.get("retry-after"))
-            if retries >= self._max_retries:
-                raise JudgeError(f"judge call failed: {reason}{_after(retries)}")
-            if retry_after is not None and retry_after > self._retry.retry_after_cap_s:
-                raise JudgeError(
-                    f"judge call failed: {reason}; the server asks to wait {retry_after:.0f} s"
-                )
-            delay = self._retry.backoff(retries) if retry_after is None else retry_after
-            retries += 1
-            logger.info(
-                "judge call failed (%s); retry %d of %d in %.1f s",
-                reason,
-                retries,
-                self._max_retries,
-                delay,
+        try:
+            sent = await send_with_retries(
+                lambda: self._client.post("chat/completions", json=body),
+                rules=RETRY_RULES,
+                policy=self._retry,
+                max_retries=self._max_retries,
+                slots=self._semaphore,
+                on_retry=self._log_retry,
             )
-            await asyncio.sleep(delay)
+        except httpx.HTTPError as exc:
+            raise JudgeError(f"judge call failed: {type(exc).__name__}") from None
+        last = sent.last
+        if isinstance(last, httpx.Response):
+            if last.is_success:
+                return last
+            await last.aclose()
+            reason = f"HTTP {last.status_code}"
+        else:
+            reason = type(last).__name__
+        if sent.refused_wait_s is not None:
+            raise JudgeError(
+                f"judge call failed: {reason}; the server asks to wait {sent.refused_wait_s:.0f} s"
+            )
+        after = _after(sent.retries) if sent.retryable else ""
+        raise JudgeError(f"judge call failed: {reason}{after}")
+
+    def _log_retry(self, reason: str, retry: int, delay: float) -> None:
+        logger.info(
+            "judge call failed (%s); retry %d of %d in %.1f s",
+            reason,
+            retry,
+            self._max_retries,
+            delay,
+        )
 
 
 def _after(retries: int) -> str:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx
-
 from soev_pipeline.core.errors import JudgeError
-from soev_pipeline.core.http import USER_AGENT, client_timeout
-from soev_pipeline.core.project import JudgeConfig, expand_env
+from soev_pipeline.core.http import create_client, request_headers
+from soev_pipeline.core.project import JudgeConfig
 
 from .cache import JudgeCache
 from .chat_completions import ChatCompletionsLLM
@@ -23,29 +20,14 @@ from .prompts import load_prompts
 def judge_headers(config: JudgeConfig) -> dict[str, str]:
     """Return the request headers of the judge: user agent, `headers`, and the bearer token.
 
-    A header value may hold `${VAR}` (or `${VAR:-default}`), expanded from the environment;
-    the bearer token comes from the variable that `api_key_env` names. Secrets are read
-    only here, so they never sit in a project file.
+    They are `core.http.request_headers` for the `judge:` section, so a header template
+    reads the same for the judge as for the system under test.
 
     Raises:
-        JudgeError: a variable that the configuration names is not set or is empty; the
-            message names the variable, never a value.
+        JudgeError: a variable that the configuration names is not set (or, for the
+            token, is empty); the message names the variable, never a value.
     """
-    headers = {"User-Agent": USER_AGENT}
-    for header, value in config.headers.items():
-        try:
-            headers[header] = expand_env(value)
-        except ValueError as exc:
-            raise JudgeError(f"judge header {header!r}: {exc}") from None
-    if config.api_key_env is not None:
-        key = os.environ.get(config.api_key_env)
-        if not key:
-            raise JudgeError(
-                f"judge.api_key_env names the environment variable {config.api_key_env}, "
-                "which is not set"
-            )
-        headers["Authorization"] = f"Bearer {key}"
-    return headers
+    return request_headers(config, section="judge", error=JudgeError)
 
 
 @asynccontextmanager
@@ -75,19 +57,14 @@ async def open_judge(
     texts = load_prompts() if prompts is None else prompts
     if offline and (not config.cache or cache_path is None):
         raise JudgeError("an offline judge needs the judge cache, but the cache is off")
-    headers = {} if offline else judge_headers(config)
+    client = None if offline else create_client(config, section="judge", error=JudgeError)
     cache = JudgeCache(cache_path) if config.cache and cache_path is not None else None
     try:
-        if offline:
+        if client is None:
             llm = OfflineLLM(config.model, context_window=config.context_window)
             yield LLMJudge(llm, texts, cache=cache, repeats=config.repeats)
             return
-        async with httpx.AsyncClient(
-            base_url=config.url,
-            headers=headers,
-            timeout=client_timeout(config.timeout_s),
-            follow_redirects=False,
-        ) as client:
+        async with client:
             adapter = ChatCompletionsLLM(
                 client,
                 config.model,

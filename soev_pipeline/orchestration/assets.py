@@ -4,14 +4,16 @@ Each asset calls one function of `soev_pipeline.run.service`. Metadata shows agg
 and dev case ids only; test cases never appear here.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
 
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import STATUSES
 from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.results import Report, StatusCounts
 from soev_pipeline.run.service import (
     RunSelection,
     aggregate_run,
@@ -51,8 +53,8 @@ class GradeConfig(dg.Config):
     runtime: str | None = None
 
 
-def _rate(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else float("nan")
+def _rate(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
@@ -246,7 +248,7 @@ def report(
     project: dg.ResourceParam[SoevProject],
     runtime: RuntimeResource,
     verdicts: Path,
-) -> dg.Output[dict[str, Any]]:
+) -> dg.Output[Report]:
     """Aggregate the latest scoring into the run's report; an evaluate run also publishes it."""
     archive = RunArchive(project.runs, verdicts.parent.parent.name)
     built = aggregate_run(archive, verdicts, write=False)
@@ -254,23 +256,23 @@ def report(
         session = runtime.session
         session.run(_publish(session, project, config.runtime, archive, built))
     metadata: dict[str, Any] = {}
-    for name, figures in built["suites"].items():
-        metadata[f"pass_rate/{name}"] = _rate(figures["pass_rate"])
-    for name, figures in built["splits"].items():
-        metadata[f"pass_rate/split/{name}"] = _rate(figures["pass_rate"])
-    totals = {"pass": 0, "fail": 0, "error": 0, "not_applicable": 0}
-    for counts in built["criteria"].values():
-        for status, count in counts.items():
+    for name, figures in built.suites.items():
+        metadata[f"pass_rate/{name}"] = _rate(figures.pass_rate)
+    for name, figures in built.splits.items():
+        metadata[f"pass_rate/split/{name}"] = _rate(figures.pass_rate)
+    totals = dict.fromkeys(STATUSES, 0)
+    for counts in built.criteria.values():
+        for status, count in counts.as_dict().items():
             totals[status] += count
     metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
-    metadata["criteria"] = dg.MetadataValue.md(_criteria_table(built["criteria"]))
-    metadata["prompts"] = dg.MetadataValue.json(built["prompts"])
+    metadata["criteria"] = dg.MetadataValue.md(_criteria_table(built.criteria))
+    metadata["prompts"] = dg.MetadataValue.json(built.prompts)
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
-    previous = built.get("previous")
-    if previous:
-        metadata["previous_run"] = previous["run_id"] or ""
-        metadata["regressions"] = len(previous["regressions"])
-        metadata["improvements"] = len(previous["improvements"])
+    previous = built.previous
+    if previous is not None:
+        metadata["previous_run"] = previous.run_id
+        metadata["regressions"] = len(previous.regressions)
+        metadata["improvements"] = len(previous.improvements)
     return dg.Output(built, output_name="report", metadata=metadata)
 
 
@@ -279,7 +281,7 @@ async def _publish(
     project: SoevProject,
     name: str | None,
     archive: RunArchive,
-    built: dict[str, Any],
+    built: Report,
 ) -> None:
     """Give the public report to the runtime's tracker, when it has one."""
     loaded = project.loaded
@@ -287,7 +289,7 @@ async def _publish(
     if bindings.tracker is not None:
         manifest = archive.manifest().model_dump(mode="json")
         public = {key: value for key, value in manifest.items() if key != "cases"}
-        await bindings.tracker.publish(manifest=public, report=built)
+        await bindings.tracker.publish(manifest=public, report=built.model_dump(mode="json"))
 
 
 def _operation(context: dg.AssetExecutionContext) -> Literal["run", "rescore"]:
@@ -295,11 +297,11 @@ def _operation(context: dg.AssetExecutionContext) -> Literal["run", "rescore"]:
     return "rescore" if context.job_name == "rescore" else "run"
 
 
-def _criteria_table(criteria: dict[str, dict[str, int]]) -> str:
+def _criteria_table(criteria: Mapping[str, StatusCounts]) -> str:
     lines = ["| criterion | pass | fail | error | n/a |", "| --- | ---: | ---: | ---: | ---: |"]
     for kind, counts in criteria.items():
         lines.append(
-            f"| `{kind}` | {counts['pass']} | {counts['fail']} | {counts['error']} "
-            f"| {counts['not_applicable']} |"
+            f"| `{kind}` | {counts.pass_} | {counts.fail} | {counts.error} "
+            f"| {counts.not_applicable} |"
         )
     return "\n".join(lines)

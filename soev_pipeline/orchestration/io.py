@@ -14,7 +14,9 @@ from typing import Any
 import dagster as dg
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.run.archive import REPORT, RunArchive, write_json_atomically
+from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.report import read_report, write_report
+from soev_pipeline.run.results import Report
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,8 @@ class RunArchiveIOManager(dg.IOManager):
         elif isinstance(obj, ScoringRef):
             if not (archive.scorings_path / obj.scoring).is_dir():
                 raise ProjectError(f"{archive.path}: scoring {obj.scoring} was not written")
-        elif isinstance(obj, dict) and "scoring" in obj:
-            scoring = obj["scoring"].get("scoring")
-            write_json_atomically(archive.scorings_path / scoring / REPORT, obj)
+        elif isinstance(obj, Report):
+            write_report(archive.scorings_path / obj.scoring.scoring, obj)
         else:
             raise TypeError(f"cannot store {type(obj).__name__} in the run archive")
 
@@ -72,5 +73,5 @@ class RunArchiveIOManager(dg.IOManager):
                 raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring")
             return scorings[-1]
         if name == "report":
-            return archive.latest_report()
+            return read_report(archive)
         raise TypeError(f"the run archive holds no asset {name!r}")

@@ -22,6 +22,7 @@ from soev_pipeline.core.errors import (
     ProjectError,
     SuiteError,
     UnknownCriterionError,
+    validation_problem,
     where,
 )
 from soev_pipeline.core.models import Case, CaseDefinition, CriterionSpec, FrozenModel
@@ -224,31 +225,27 @@ def _import_hooks(name: str, directory: Path) -> ModuleType:
         return importlib.import_module(name)
 
 
-def _case_place(file: Path, case_id: object, split: object, position: int) -> str:
-    """`file: case 'id'`, or `file: test case #N` so that no test case id is printed."""
-    if split == "test":
-        return f"{file}: test case #{position + 1}"
-    if case_id is None:
-        return f"{file}: case #{position + 1}"
-    return where(file, case=str(case_id))
-
-
 def _located(exc: ValidationError, raw: Any, file: Path) -> str:
-    """Turn the first error of `exc` into `file: case 'id': field: message`."""
-    first = exc.errors()[0]
-    loc = tuple(first["loc"])
-    place = str(file)
-    if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
-        cases = raw.get("cases") if isinstance(raw, dict) else None
-        if isinstance(cases, list) and loc[1] < len(cases) and isinstance(cases[loc[1]], dict):
-            found = cases[loc[1]]
-            place = _case_place(file, found.get("id"), found.get("split"), loc[1])
-        else:
-            place = f"{file}: case #{loc[1] + 1}"
-        loc = loc[2:]
-    field_path = ".".join(str(part) for part in loc)
-    message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-    return f"{place}: {field_path}: {message}" if field_path else f"{place}: {message}"
+    """Turn the first error of `exc` into `file: case 'id': field: message`.
+
+    The case is read from `raw`, the file as parsed, since the error is about a case that
+    did not validate; a test case is named by its number alone.
+    """
+    loc = tuple(exc.errors()[0]["loc"])
+    if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
+        return f"{where(file)}: {validation_problem(exc)}"
+    position = loc[1]
+    cases = raw.get("cases") if isinstance(raw, dict) else None
+    found = cases[position] if isinstance(cases, list) and position < len(cases) else None
+    case_id = found.get("id") if isinstance(found, dict) else None
+    split = found.get("split") if isinstance(found, dict) else None
+    place = where(
+        file,
+        case=None if case_id is None else str(case_id),
+        split=split if isinstance(split, str) else None,
+        position=position,
+    )
+    return f"{place}: {validation_problem(exc, skip=2)}"
 
 
 def _load_suite(
@@ -271,9 +268,9 @@ def _load_suite(
                 raw = yaml.load(stream, Loader=SafeLoader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            line = f": line {mark.line + 1}" if mark is not None else ""
+            place = where(file, line=None if mark is None else mark.line + 1)
             problem = getattr(exc, "problem", None) or "invalid YAML"
-            raise SuiteError(f"{file}{line}: {problem}") from None
+            raise SuiteError(f"{place}: {problem}") from None
         if not isinstance(raw, dict):
             raise SuiteError(f"{file}: a suite file must be a mapping with 'suite' and 'cases'")
         try:
@@ -286,7 +283,7 @@ def _load_suite(
                 f"but the project entry {entry.name!r} found it"
             )
         for position, definition in enumerate(parsed.cases):
-            place = _case_place(file, definition.id, definition.split, position)
+            place = where(file, case=definition.id, split=definition.split, position=position)
             if definition.message is not None and definition.message not in project.messages:
                 known = ", ".join(repr(code) for code in project.messages) or "none"
                 raise SuiteError(

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Literal
 
 from soev_pipeline.corpus import CorpusLookup, CorpusUnit, load_corpus
+from soev_pipeline.text import shorten as shorten_text
 
 from .retrieval import Hit, Retriever, mentioned_labels, tokenize
 from .screening import asks_for_personal_data, off_topic
@@ -102,10 +103,7 @@ def best_sentence(text: str, query: str) -> str:
 
 def shorten(sentence: str) -> str:
     """`sentence`, or its first words up to `MAX_QUOTE` characters and an ellipsis."""
-    if len(sentence) <= MAX_QUOTE:
-        return sentence
-    cut = sentence[:MAX_QUOTE].rsplit(" ", 1)[0].rstrip(",;:")
-    return f"{cut} …"
+    return shorten_text(sentence, MAX_QUOTE, at_word=True)
 
 
 class Assistant:

@@ -2,9 +2,21 @@
 
 from .archive import RunArchive, check_run_id, list_runs, new_run_id
 from .attempts import plan_attempts, run_attempts, select_cases
-from .grading import GradedAttempt, GradingSummary, grade_attempt, grade_evidence, iter_graded
+from .grading import grade_attempt, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable
-from .report import build_report, compare, read_report
+from .report import build_report, compare, previous_report, read_report
+from .results import (
+    AttemptResult,
+    CaseResult,
+    Comparison,
+    GradedAttempt,
+    GradingSummary,
+    GroupFigures,
+    PublicVerdict,
+    RateDelta,
+    Report,
+    StatusCounts,
+)
 from .scoring import (
     AttemptScore,
     CaseFigures,
@@ -15,12 +27,20 @@ from .scoring import (
 )
 
 __all__ = [
+    "AttemptResult",
     "AttemptScore",
     "CaseFigures",
+    "CaseResult",
+    "Comparison",
     "GradedAttempt",
     "GradingSummary",
+    "GroupFigures",
     "Manifest",
+    "PublicVerdict",
+    "RateDelta",
+    "Report",
     "RunArchive",
+    "StatusCounts",
     "aggregate",
     "build_manifest",
     "build_report",
@@ -35,6 +55,7 @@ __all__ = [
     "new_run_id",
     "pass_at_k_estimate",
     "plan_attempts",
+    "previous_report",
     "read_report",
     "run_attempts",
     "score_attempt",

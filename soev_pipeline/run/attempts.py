@@ -13,10 +13,14 @@ from pydantic import JsonValue
 from soev_pipeline.core.messages import refusal_code
 from soev_pipeline.core.models import Case, Evidence, Failure, Split, Turn
 from soev_pipeline.core.ports import Arm, CaseSetup
+from soev_pipeline.text import shorten
 
 from .archive import EvidenceWriter
 
 Progress = Callable[[int, int, int], None]
+
+_MAX_DETAIL = 300
+"""The longest failure detail, as long as the arms' own."""
 
 
 def select_cases(
@@ -51,7 +55,7 @@ class AttemptStats:
 
 def _harness_failure(case: Case, attempt: int, started: datetime, exc: BaseException) -> Evidence:
     """Evidence for an attempt whose arm raised instead of recording the failure."""
-    detail = f"{type(exc).__name__}: {exc}"[:300]
+    detail = shorten(f"{type(exc).__name__}: {exc}", _MAX_DETAIL)
     return Evidence(
         case_id=case.id,
         suite=case.suite,

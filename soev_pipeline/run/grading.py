@@ -3,87 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from soev_pipeline.core.models import Case, Evidence, Verdict
+from soev_pipeline.core.models import STATUSES, Case, Evidence, Status
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.project import LoadedProject
 
 from .archive import SCORING, VERDICTS, write_json_atomically
+from .results import GradedAttempt, GradingSummary
 from .scoring import score_attempt
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class GradedAttempt:
-    """One line of `verdicts.jsonl`: an attempt's verdicts with its score and pass."""
-
-    case_id: str
-    suite: str
-    split: str
-    attempt: int
-    score: float | None
-    passed: bool
-    verdicts: tuple[Verdict, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "suite": self.suite,
-            "split": self.split,
-            "attempt": self.attempt,
-            "score": self.score,
-            "passed": self.passed,
-            "verdicts": [verdict.model_dump(mode="json") for verdict in self.verdicts],
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> GradedAttempt:
-        return cls(
-            case_id=raw["case_id"],
-            suite=raw["suite"],
-            split=raw["split"],
-            attempt=raw["attempt"],
-            score=raw["score"],
-            passed=raw["passed"],
-            verdicts=tuple(Verdict.model_validate(verdict) for verdict in raw["verdicts"]),
-        )
-
-
-@dataclass
-class GradingSummary:
-    """What a grading did, in counts: the scoring folder's `scoring.json`."""
-
-    scoring: str
-    created_at: str
-    attempts: int = 0
-    skipped: int = 0
-    statuses: dict[str, int] = field(
-        default_factory=lambda: {"pass": 0, "fail": 0, "error": 0, "not_applicable": 0}
-    )
-    criterion_versions: dict[str, str] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=dict)
-    offline: bool = False
-    judge: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "scoring": self.scoring,
-            "created_at": self.created_at,
-            "attempts": self.attempts,
-            "skipped": self.skipped,
-            "statuses": self.statuses,
-            "criterion_versions": self.criterion_versions,
-            "prompts": self.prompts,
-            "offline": self.offline,
-            "judge": self.judge,
-        }
 
 
 async def grade_attempt(
@@ -136,38 +68,43 @@ async def grade_evidence(
     `concurrency` attempts are graded at once; each attempt's criteria run concurrently.
     """
     cases: dict[str, Case] = {case.id: case for case in loaded.cases()}
-    summary = GradingSummary(
-        scoring=scoring_dir.name,
-        created_at=datetime.now(UTC).isoformat(),
-        prompts=dict(prompts or {}),
-        offline=offline,
-    )
+    created_at = datetime.now(UTC).isoformat()
     kinds = {spec.kind for case in cases.values() for spec in case.criteria}
-    summary.criterion_versions = {kind: loaded.registry.version(kind) for kind in sorted(kinds)}
+    statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
     source = _unique(evidence)
-    done = 0
+    done = skipped = 0
     with (scoring_dir / VERDICTS).open("w", encoding="utf-8") as out:
 
         async def worker() -> None:
-            nonlocal done
+            nonlocal done, skipped
             for item in source:
                 case = cases.get(item.case_id)
                 if case is None:
-                    summary.skipped += 1
+                    skipped += 1
                     continue
                 graded = await grade_attempt(loaded, case, item, ctx)
-                out.write(json.dumps(graded.to_json(), ensure_ascii=False) + "\n")
-                summary.attempts += 1
-                for verdict in graded.verdicts:
-                    summary.statuses[verdict.status] += 1
+                out.write(graded.model_dump_json() + "\n")
                 done += 1
+                for verdict in graded.verdicts:
+                    statuses[verdict.status] += 1
                 if progress is not None:
                     progress(done, total)
 
         async with asyncio.TaskGroup() as group:
             for _ in range(max(1, concurrency)):
                 group.create_task(worker())
-    write_json_atomically(scoring_dir / SCORING, summary.to_json())
+    summary = GradingSummary(
+        scoring=scoring_dir.name,
+        created_at=created_at,
+        attempts=done,
+        skipped=skipped,
+        statuses=statuses,
+        criterion_versions={kind: loaded.registry.version(kind) for kind in sorted(kinds)},
+        prompts=dict(prompts or {}),
+        offline=offline,
+        judge=None,
+    )
+    write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
     return summary
 
 
@@ -176,4 +113,4 @@ def iter_graded(scoring_dir: Path) -> Iterator[GradedAttempt]:
     with (scoring_dir / VERDICTS).open(encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
-                yield GradedAttempt.from_json(json.loads(line))
+                yield GradedAttempt.model_validate_json(line)

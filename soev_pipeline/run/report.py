@@ -9,31 +9,41 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.models import STATUSES
+from soev_pipeline.core.models import STATUSES, Status
 
-from .archive import RunArchive, list_runs
-from .grading import GradedAttempt
+from .archive import REPORT, RunArchive, list_runs, write_json_atomically
 from .manifest import Manifest
+from .results import (
+    AttemptResult,
+    CaseResult,
+    Comparison,
+    GradedAttempt,
+    GradingSummary,
+    GroupFigures,
+    PublicVerdict,
+    RateDelta,
+    Report,
+    StatusCounts,
+)
 from .scoring import AttemptScore, CaseFigures, aggregate, case_figures
-
-PUBLIC_VERDICT_KEYS = ("kind", "status", "detail", "weight", "gate")
 
 
 def build_report(
     manifest: Manifest,
     graded: Iterable[GradedAttempt],
     *,
-    scoring: Mapping[str, Any] | None = None,
-    previous: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    scoring: GradingSummary,
+    previous: Report | None = None,
+) -> Report:
     """Build the report of one scoring from its graded attempts (streamed once)."""
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
     place: dict[str, tuple[str, str]] = {}
-    dev_attempts: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    criteria: dict[str, dict[str, int]] = {}
+    dev_attempts: dict[str, list[AttemptResult]] = defaultdict(list)
+    criteria: dict[str, dict[Status, int]] = {}
     for attempt in graded:
         scores[attempt.case_id].append(AttemptScore(attempt.score, attempt.passed))
         place[attempt.case_id] = (attempt.suite, attempt.split)
@@ -42,15 +52,12 @@ def build_report(
             counts[verdict.status] += 1
         if attempt.split == "dev":
             dev_attempts[attempt.case_id].append(
-                {
-                    "attempt": attempt.attempt,
-                    "passed": attempt.passed,
-                    "score": attempt.score,
-                    "verdicts": [
-                        {key: getattr(verdict, key) for key in PUBLIC_VERDICT_KEYS}
-                        for verdict in attempt.verdicts
-                    ],
-                }
+                AttemptResult(
+                    attempt=attempt.attempt,
+                    passed=attempt.passed,
+                    score=attempt.score,
+                    verdicts=tuple(PublicVerdict.of(verdict) for verdict in attempt.verdicts),
+                )
             )
     figures = {case_id: case_figures(values) for case_id, values in scores.items()}
     suite_order = {name: index for index, name in enumerate(manifest.suites)}
@@ -64,76 +71,94 @@ def build_report(
     for case_id in sorted(dev_attempts, key=lambda c: (suite_order.get(place[c][0], 0), c)):
         figure = figures[case_id]
         cases.append(
-            {
-                "case_id": case_id,
-                "suite": place[case_id][0],
-                "split": "dev",
-                "pass_rate": figure.pass_rate,
-                "mean_score": figure.mean_score,
-                "pass_at_k": figure.pass_at_k,
-                "pass_all_k": figure.pass_all_k,
-                "attempts": sorted(dev_attempts[case_id], key=lambda a: a["attempt"]),
-            }
+            CaseResult(
+                case_id=case_id,
+                suite=place[case_id][0],
+                split="dev",
+                pass_rate=figure.pass_rate,
+                mean_score=figure.mean_score,
+                pass_at_k=figure.pass_at_k,
+                pass_all_k=figure.pass_all_k,
+                attempts=tuple(sorted(dev_attempts[case_id], key=lambda a: a.attempt)),
+            )
         )
-    report: dict[str, Any] = {
-        "run_id": manifest.run_id,
-        "project": manifest.project,
-        "k": manifest.k,
-        "split": manifest.split,
-        "suites": {
+    report = Report(
+        run_id=manifest.run_id,
+        project=manifest.project,
+        k=manifest.k,
+        split=manifest.split,
+        suites={
             name: aggregate(by_suite[name], manifest.k)
             for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
         },
-        "splits": {name: aggregate(by_split[name], manifest.k) for name in sorted(by_split)},
-        "criteria": dict(sorted(criteria.items())),
-        "cases": cases,
-        "expected_attempts": len(manifest.cases) * manifest.k,
-        "scoring": dict(scoring or {}),
-        "prompts": dict(manifest.prompts),
-        "previous": None,
-    }
+        splits={name: aggregate(by_split[name], manifest.k) for name in sorted(by_split)},
+        criteria={
+            kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
+        },
+        cases=tuple(cases),
+        expected_attempts=len(manifest.cases) * manifest.k,
+        scoring=scoring,
+        prompts=dict(manifest.prompts),
+        previous=None,
+    )
     if previous is not None:
-        report["previous"] = compare(report, previous)
+        report = report.model_copy(update={"previous": compare(report, previous)})
     return report
 
 
-def compare(report: Mapping[str, Any], previous: Mapping[str, Any]) -> dict[str, Any]:
+def _deltas(
+    now: Mapping[str, GroupFigures], before: Mapping[str, GroupFigures]
+) -> dict[str, RateDelta]:
+    result = {}
+    for name, figures in now.items():
+        earlier = before.get(name)
+        previous = None if earlier is None else earlier.pass_rate
+        current = figures.pass_rate
+        delta = None if previous is None or current is None else current - previous
+        result[name] = RateDelta(pass_rate=current, previous=previous, delta=delta)
+    return result
+
+
+def compare(report: Report, previous: Report) -> Comparison:
     """Compare a report with an earlier one: pass-rate deltas and dev cases that flipped."""
-
-    def rate(group: Mapping[str, Any], name: str) -> float | None:
-        entry = group.get(name)
-        return None if entry is None else entry.get("pass_rate")
-
-    def deltas(key: str) -> dict[str, dict[str, float | None]]:
-        result = {}
-        for name, entry in report[key].items():
-            before = rate(previous.get(key, {}), name)
-            now = entry.get("pass_rate")
-            delta = None if before is None or now is None else now - before
-            result[name] = {"pass_rate": now, "previous": before, "delta": delta}
-        return result
-
-    earlier = {case["case_id"]: case["pass_rate"] for case in previous.get("cases", [])}
+    earlier = {case.case_id: case.pass_rate for case in previous.cases}
     regressions, improvements = [], []
-    for case in report["cases"]:
-        before = earlier.get(case["case_id"])
+    for case in report.cases:
+        before = earlier.get(case.case_id)
         if before is None:
             continue
-        if case["pass_rate"] < before:
-            regressions.append(case["case_id"])
-        elif case["pass_rate"] > before:
-            improvements.append(case["case_id"])
-    return {
-        "run_id": previous.get("run_id"),
-        "suites": deltas("suites"),
-        "splits": deltas("splits"),
-        "regressions": regressions,
-        "improvements": improvements,
-    }
+        if case.pass_rate < before:
+            regressions.append(case.case_id)
+        elif case.pass_rate > before:
+            improvements.append(case.case_id)
+    return Comparison(
+        run_id=previous.run_id,
+        suites=_deltas(report.suites, previous.suites),
+        splits=_deltas(report.splits, previous.splits),
+        regressions=tuple(regressions),
+        improvements=tuple(improvements),
+    )
 
 
-def previous_report(runs_dir: Path, manifest: Manifest) -> dict[str, Any] | None:
-    """The latest report of the newest earlier run of the same project, or None."""
+def load_report(path: Path) -> Report:
+    """Read a `report.json`. Raises `ProjectError` when it is not a valid report."""
+    try:
+        return Report.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise ProjectError(f"{path}: not a valid report ({exc.errors()[0]['msg']})") from None
+
+
+def write_report(scoring_dir: Path, report: Report) -> None:
+    """Write `report.json` into a scoring folder, atomically."""
+    write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json"))
+
+
+def previous_report(runs_dir: Path, manifest: Manifest) -> Report | None:
+    """The latest report of the newest earlier run of the same project, or None.
+
+    A report that no longer reads as a `Report` (written by an older version) is passed
+    over, so that it cannot stop the aggregation of a new run.
+    """
     earlier = [
         run
         for run, other in list_runs(runs_dir)
@@ -142,16 +167,20 @@ def previous_report(runs_dir: Path, manifest: Manifest) -> dict[str, Any] | None
         and other.created_at < manifest.created_at
     ]
     for run in reversed(earlier):
-        report = run.latest_report()
-        if report is not None:
-            return report
+        path = run.latest_report_path()
+        if path is None:
+            continue
+        try:
+            return load_report(path)
+        except ProjectError:
+            continue
     return None
 
 
-def read_report(archive: RunArchive) -> dict[str, Any]:
+def read_report(archive: RunArchive) -> Report:
     """The report of the run's latest scoring. Raises `ProjectError` when it has none."""
     archive.manifest()
-    report = archive.latest_report()
-    if report is None:
+    path = archive.latest_report_path()
+    if path is None:
         raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring yet")
-    return report
+    return load_report(path)

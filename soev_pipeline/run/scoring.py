@@ -16,6 +16,8 @@ from statistics import fmean
 
 from soev_pipeline.core.models import Verdict
 
+from .results import GroupFigures
+
 
 @dataclass(frozen=True, slots=True)
 class AttemptScore:
@@ -95,24 +97,23 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return fmean(present) if present else None
 
 
-def aggregate(cases: Sequence[CaseFigures], k: int) -> dict[str, object]:
+def aggregate(cases: Sequence[CaseFigures], k: int) -> GroupFigures:
     """The figures of a group of cases (a suite or a split): means of the case figures.
 
     `pass_at` holds the unbiased pass@j estimate for every j up to the smallest number of
     attempts of a case, so a report can answer for a smaller k than was run.
     """
-    attempts = sum(case.attempts for case in cases)
     smallest = min((case.attempts for case in cases), default=0)
-    return {
-        "cases": len(cases),
-        "attempts": attempts,
-        "passed_attempts": sum(case.passed for case in cases),
-        "pass_rate": _mean(case.pass_rate for case in cases),
-        "mean_score": _mean(case.mean_score for case in cases),
-        "pass_at_k": _mean(float(case.pass_at_k) for case in cases),
-        "pass_all_k": _mean(float(case.pass_all_k) for case in cases),
-        "pass_at": {
+    return GroupFigures(
+        cases=len(cases),
+        attempts=sum(case.attempts for case in cases),
+        passed_attempts=sum(case.passed for case in cases),
+        pass_rate=_mean(case.pass_rate for case in cases),
+        mean_score=_mean(case.mean_score for case in cases),
+        pass_at_k=_mean(float(case.pass_at_k) for case in cases),
+        pass_all_k=_mean(float(case.pass_all_k) for case in cases),
+        pass_at={
             str(j): _mean(pass_at_k_estimate(case.attempts, case.passed, j) for case in cases)
             for j in range(1, min(k, smallest) + 1)
         },
-    }
+    )

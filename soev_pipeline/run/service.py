@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, Split
@@ -21,11 +19,12 @@ from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.runtime import RuntimeBindings
 
-from .archive import REPORT, SCORING, RunArchive, write_json_atomically
+from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
-from .grading import GradingSummary, grade_evidence, iter_graded
+from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
-from .report import build_report, previous_report
+from .report import build_report, previous_report, write_report
+from .results import GradingSummary, Report
 
 
 @dataclass(frozen=True)
@@ -187,19 +186,19 @@ async def grade_run(
         )
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
-        summary.judge = stats.as_dict()
-        write_json_atomically(scoring_dir / SCORING, summary.to_json())
+        summary = summary.model_copy(update={"judge": stats.as_dict()})
+        write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
     return scoring_dir, summary
 
 
-def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> dict[str, Any]:
+def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> Report:
     """Aggregate a scoring into its report, with the comparison to the previous run.
 
     With `write`, the report is written to the scoring folder; the Dagster IO manager
     writes it itself.
     """
     manifest = archive.manifest()
-    scoring = json.loads((scoring_dir / SCORING).read_text(encoding="utf-8"))
+    scoring = GradingSummary.model_validate_json((scoring_dir / SCORING).read_bytes())
     report = build_report(
         manifest,
         iter_graded(scoring_dir),
@@ -207,5 +206,5 @@ def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True)
         previous=previous_report(archive.runs_dir, manifest),
     )
     if write:
-        write_json_atomically(scoring_dir / REPORT, report)
+        write_report(scoring_dir, report)
     return report

@@ -1,4 +1,4 @@
-"""Text tools for the criteria: a Dutch-aware sentence splitter and personal identifiers."""
+"""Text tools: a Dutch-aware sentence splitter, personal identifiers, and a text shortener."""
 
 from .identifiers import (
     IDENTIFIER_KINDS,
@@ -9,6 +9,7 @@ from .identifiers import (
 )
 from .plates import SIDECODES
 from .sentences import letter_words, split_sentences
+from .shorten import shorten
 
 __all__ = [
     "IDENTIFIER_KINDS",
@@ -18,5 +19,6 @@ __all__ = [
     "find_identifiers",
     "letter_words",
     "mask",
+    "shorten",
     "split_sentences",
 ]

@@ -68,7 +68,7 @@ def test_a_missing_key_variable_is_a_clear_error(
         judge_headers(config(api_key_env="JUDGE_TEST_KEY"))
 
     assert str(caught.value) == (
-        "judge.api_key_env names the environment variable JUDGE_TEST_KEY, which is not set"
+        "judge.api_key_env names 'JUDGE_TEST_KEY', but that environment variable is not set"
     )
 
 

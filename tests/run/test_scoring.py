@@ -95,14 +95,15 @@ def test_aggregate_means_of_case_figures() -> None:
     a = case_figures([AttemptScore(1.0, True), AttemptScore(0.0, False)])
     b = case_figures([AttemptScore(1.0, True), AttemptScore(1.0, True)])
     figures = aggregate([a, b], k=2)
-    assert figures["cases"] == 2 and figures["attempts"] == 4
-    assert figures["pass_rate"] == pytest.approx(0.75)
-    assert figures["mean_score"] == pytest.approx(0.75)
-    assert figures["pass_at_k"] == 1.0
-    assert figures["pass_all_k"] == 0.5
-    assert figures["pass_at"] == {"1": pytest.approx(0.75), "2": 1.0}
+    assert figures.cases == 2 and figures.attempts == 4
+    assert figures.passed_attempts == 3
+    assert figures.pass_rate == pytest.approx(0.75)
+    assert figures.mean_score == pytest.approx(0.75)
+    assert figures.pass_at_k == 1.0
+    assert figures.pass_all_k == 0.5
+    assert figures.pass_at == {"1": pytest.approx(0.75), "2": 1.0}
 
 
 def test_aggregate_of_nothing() -> None:
     figures = aggregate([], k=1)
-    assert figures["cases"] == 0 and figures["pass_rate"] is None
+    assert figures.cases == 0 and figures.pass_rate is None and figures.pass_at == {}

@@ -1,0 +1,1 @@
+"""The code location of the Dagster layer: `definitions.py` holds its `defs`."""

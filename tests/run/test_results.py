@@ -1,0 +1,215 @@
+"""The typed results: the report's JSON shape, its round trip, and the generated schema."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from pydantic import ValidationError
+
+from soev_pipeline.core import Verdict
+from soev_pipeline.run import (
+    GradedAttempt,
+    GradingSummary,
+    Manifest,
+    Report,
+    build_manifest,
+    build_report,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLIC_VERDICT_KEYS = ["kind", "status", "detail", "weight", "gate"]
+
+
+def _schema_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "report_schema", REPO / "scripts/report_schema.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _manifest(run_id: str, k: int = 2) -> Manifest:
+    manifest = build_manifest(
+        run_id=run_id, project="p", suites=["kern"], split=None, k=k, cases=[], shas={}
+    )
+    cases = {"kern-001": "d1", "kern-002": "d2", "kern-t01": "d3"}
+    return manifest.model_copy(update={"cases": cases, "prompts": {"rubric.judge": "abc"}})
+
+
+def _summary(scoring: str = "0001") -> GradingSummary:
+    return GradingSummary(
+        scoring=scoring,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC).isoformat(),
+        attempts=6,
+        skipped=0,
+        statuses={"pass": 7, "fail": 3, "error": 1, "not_applicable": 1},
+        criterion_versions={"citations.required": "1", "rubric.judge": "2"},
+        prompts={"rubric.judge": "abc"},
+        offline=False,
+        judge={"requests": 2, "calls": 2, "cache_hits": 0, "failures": 0},
+    )
+
+
+def _attempt(case_id: str, attempt: int, passed: bool) -> GradedAttempt:
+    split = "test" if "-t" in case_id else "dev"
+    judged = Verdict(
+        kind="rubric.judge",
+        status="pass" if passed else "fail",
+        detail="label 'goed' — “helder”",
+        version="2",
+        judge_model="m",
+        prompt_sha="abc",
+        rubric_sha="def",
+    )
+    cited = Verdict(kind="citations.required", status="pass", weight=2.0, gate=True)
+    return GradedAttempt(
+        case_id=case_id,
+        suite="kern",
+        split=split,
+        attempt=attempt,
+        score=1.0 if passed else 2 / 3,
+        passed=passed,
+        verdicts=(cited, judged),
+    )
+
+
+def _report(run_id: str = "r2", *, flip: bool = False, previous: Report | None = None) -> Report:
+    graded = [
+        _attempt("kern-001", 1, not flip),
+        _attempt("kern-001", 0, True),
+        _attempt("kern-002", 0, flip),
+        _attempt("kern-002", 1, False),
+        _attempt("kern-t01", 0, True),
+        _attempt("kern-t01", 1, True),
+    ]
+    return build_report(_manifest(run_id), graded, scoring=_summary(), previous=previous)
+
+
+def test_the_schema_in_docs_is_current() -> None:
+    written = (REPO / "docs" / "report.schema.json").read_text(encoding="utf-8")
+    assert written == _schema_script().render(), "run: python scripts/report_schema.py --write"
+
+
+def test_the_schema_check_fails_on_a_stale_file(tmp_path: Path) -> None:
+    script = _schema_script()
+    path = tmp_path / "report.schema.json"
+    path.write_text("{}\n", encoding="utf-8")
+    assert script.main(["--check"], path=path) == 1
+    assert script.main(["--write"], path=path) == 0
+    assert script.main(["--check"], path=path) == 0
+    assert json.loads(path.read_text(encoding="utf-8"))["title"] == "Report"
+
+
+def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
+    data = _report().model_dump(mode="json")
+    assert list(data) == [
+        "run_id",
+        "project",
+        "k",
+        "split",
+        "suites",
+        "splits",
+        "criteria",
+        "cases",
+        "expected_attempts",
+        "scoring",
+        "prompts",
+        "previous",
+    ]
+    assert list(data["suites"]["kern"]) == [
+        "cases",
+        "attempts",
+        "passed_attempts",
+        "pass_rate",
+        "mean_score",
+        "pass_at_k",
+        "pass_all_k",
+        "pass_at",
+    ]
+    assert data["criteria"]["rubric.judge"] == {
+        "pass": 4,
+        "fail": 2,
+        "error": 0,
+        "not_applicable": 0,
+    }
+    assert list(data["criteria"]["rubric.judge"]) == ["pass", "fail", "error", "not_applicable"]
+    case = data["cases"][0]
+    assert list(case) == [
+        "case_id",
+        "suite",
+        "split",
+        "pass_rate",
+        "mean_score",
+        "pass_at_k",
+        "pass_all_k",
+        "attempts",
+    ]
+    assert list(case["attempts"][0]) == ["attempt", "passed", "score", "verdicts"]
+    assert list(data["scoring"]) == list(GradingSummary.model_fields)
+
+
+def test_a_verdict_in_a_report_holds_exactly_the_public_keys() -> None:
+    data = _report().model_dump(mode="json")
+    verdicts = [v for case in data["cases"] for a in case["attempts"] for v in a["verdicts"]]
+    assert verdicts
+    assert all(list(verdict) == PUBLIC_VERDICT_KEYS for verdict in verdicts)
+    leaked = json.loads(json.dumps(data))
+    leaked["cases"][0]["attempts"][0]["verdicts"][0]["judge_model"] = "m"
+    with pytest.raises(ValidationError, match="judge_model"):
+        Report.model_validate(leaked)
+
+
+def test_a_report_holds_dev_cases_only_in_order() -> None:
+    report = _report()
+    assert [case.case_id for case in report.cases] == ["kern-001", "kern-002"]
+    assert [a.attempt for a in report.cases[0].attempts] == [0, 1]
+    assert report.suites["kern"].cases == 3
+    assert report.splits["test"].cases == 1
+    assert report.expected_attempts == 6
+
+
+def test_a_report_round_trips_through_json_unchanged() -> None:
+    earlier = _report("r1")
+    report = _report("r2", flip=True, previous=earlier)
+    assert report.previous is not None
+    assert report.previous.regressions == ("kern-001",)
+    assert report.previous.improvements == ("kern-002",)
+    assert report.previous.suites["kern"].delta == pytest.approx(0.0)
+    text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    again = Report.model_validate_json(text)
+    assert again == report
+    assert json.dumps(again.model_dump(mode="json"), ensure_ascii=False, indent=2) == text
+    assert Report.model_validate_json(report.model_dump_json(indent=2)) == report
+
+
+def test_a_verdicts_line_keeps_its_keys_and_reads_the_earlier_format() -> None:
+    graded = _attempt("kern-001", 0, True)
+    line = graded.model_dump_json()
+    data = json.loads(line)
+    assert list(data) == ["case_id", "suite", "split", "attempt", "score", "passed", "verdicts"]
+    assert data["verdicts"][1]["judge_model"] == "m"
+    earlier = json.dumps(data, ensure_ascii=False)
+    assert GradedAttempt.model_validate_json(earlier) == graded
+
+
+def test_a_scoring_summary_round_trips() -> None:
+    summary = _summary()
+    assert GradingSummary.model_validate_json(summary.model_dump_json()) == summary
+    assert list(summary.model_dump(mode="json")) == [
+        "scoring",
+        "created_at",
+        "attempts",
+        "skipped",
+        "statuses",
+        "criterion_versions",
+        "prompts",
+        "offline",
+        "judge",
+    ]
