@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test ui lint format typecheck bench clean
+.PHONY: help install demo test test-fast ui lint format typecheck bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -22,8 +22,11 @@ install: $(STAMP) ## create .venv with the locked dependencies and the package
 demo: $(STAMP) ## run the demo evaluation offline against the bundled reference assistant
 	$(BIN)/python scripts/demo.py
 
-test: $(STAMP) ## run the tests
+test: $(STAMP) ## run every test: the fast tier and the black-box (e2e) tests
 	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## run the fast tier only (pytest -m "not e2e")
+	$(BIN)/python -m pytest -m "not e2e"
 
 ui: $(STAMP) ## open the demo project in the Dagster UI (with the reference assistant running)
 	$(BIN)/python scripts/ui.py

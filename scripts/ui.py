@@ -16,14 +16,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reference import reference_assistant
 
+from soev_pipeline.project import ProjectPaths
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
     project = Path(os.environ.get("SOEV_PROJECT") or ROOT / "examples" / "demo" / "project.yaml")
-    project = project.resolve()
-    runs = Path(os.environ.get("SOEV_RUNS_DIR") or project.parent / "runs").resolve()
-    home = Path(os.environ.get("DAGSTER_HOME") or runs.parent / ".soev" / "dagster").resolve()
+    paths = ProjectPaths.of(project, os.environ.get("SOEV_RUNS_DIR") or None)
+    project, home = paths.project_file, paths.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
