@@ -5,17 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import SEAL_FILE, ProjectPaths, load, write_seal
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
+from soev_pipeline.run.compare import compare_runs, latest_run, previous_run, read_rates
+from soev_pipeline.run.junit import write_junit
+from soev_pipeline.run.manifest import check_same_project
+from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BUILTIN, check_reachable
 
+from .errors import EXIT_GATE, EXIT_OK
 from .progress import TerminalProgress
-from .render import render_report
+from .render import render_comparison, render_plan, render_report
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -86,12 +92,92 @@ def cmd_report(args: argparse.Namespace) -> int:
     archive = RunArchive(paths.runs, check_run_id(args.run))
     report = read_report(archive)
     if args.json:
-        sys.stdout.write(
-            json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
-        )
+        _print_json(report.model_dump(mode="json"))
     else:
         sys.stdout.write(render_report(report))
-    return 0
+    if args.junit is not None:
+        write_junit(args.junit.resolve(), report, read_rates(archive))
+    rate = report.overall.pass_rate
+    if args.fail_under is not None and (rate is None or rate < args.fail_under):
+        shown = "none" if rate is None else f"{100 * rate:.1f} %"
+        print(
+            f"soev-evals: quality gate failed: the overall pass rate ({shown}) is below "
+            f"{100 * args.fail_under:.1f} %",
+            file=sys.stderr,
+        )
+        return EXIT_GATE
+    return EXIT_OK
+
+
+def _print_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    paths = _paths(args)
+    project = load(paths.project_file, definitions=False).project
+    run = RunArchive(paths.runs, check_run_id(args.run))
+    manifest = run.manifest()
+    check_same_project(manifest, project.name)
+    if args.baseline == "previous":
+        baseline = previous_run(paths.runs, manifest)
+        if baseline is None:
+            raise ProjectError(
+                f"{paths.runs}: run {run.run_id!r} has no earlier run of project "
+                f"{project.name!r} with a report to compare with"
+            )
+    else:
+        baseline = RunArchive(paths.runs, check_run_id(args.baseline))
+        check_same_project(baseline.manifest(), project.name)
+    comparison = compare_runs(run, baseline, alpha=args.alpha)
+    if args.json:
+        _print_json(comparison.model_dump(mode="json"))
+    else:
+        sys.stdout.write(render_comparison(comparison))
+    if args.fail_on_regression and comparison.regressed:
+        print(
+            f"soev-evals: quality gate failed: run {run.run_id!r} regressed significantly "
+            f"against {baseline.run_id!r}",
+            file=sys.stderr,
+        )
+        return EXIT_GATE
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    paths = _paths(args)
+    project = load(paths.project_file, definitions=False).project
+    if args.run is not None:
+        run: RunArchive | None = RunArchive(paths.runs, check_run_id(args.run))
+    else:
+        run = latest_run(paths.runs, project.name)
+    if run is None:
+        raise ProjectError(
+            f"{paths.runs}: no run of project {project.name!r} has a report yet; "
+            "plan needs one to measure how much case rates vary"
+        )
+    manifest = run.manifest()
+    check_same_project(manifest, project.name)
+    k = args.k or manifest.k
+    suites = [entry.name for entry in project.suites]
+    groups = plan(read_rates(run), suites, run_k=manifest.k, k=k, drop=args.drop)
+    if args.json:
+        _print_json(
+            {
+                "run_id": run.run_id,
+                "run_k": manifest.k,
+                "k": k,
+                "drop": args.drop,
+                "alpha": 0.05,
+                "power": 0.8,
+                "groups": {group.name: asdict(group) for group in groups},
+            }
+        )
+    else:
+        sys.stdout.write(
+            render_plan(groups, run_id=run.run_id, run_k=manifest.k, k=k, drop=args.drop)
+        )
+    return EXIT_OK
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:

@@ -10,7 +10,13 @@ from pydantic import ValidationError
 
 from soev_pipeline.core.errors import SealChangedError, SoevError, validation_problem, where
 
+EXIT_OK = 0
 EXIT_ERROR = 1
+"""A project or input error: a one-line message naming the file and the place."""
+EXIT_USAGE = 2
+EXIT_GATE = 3
+"""The quality gate failed: `compare --fail-on-regression`, `report --fail-under`."""
+EXIT_INTERRUPTED = 130
 
 
 def is_user_error(exc: BaseException) -> bool:

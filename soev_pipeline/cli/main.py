@@ -6,18 +6,13 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from soev_pipeline import __version__
 
-from .errors import describe_error
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from .errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +32,24 @@ def _positive(text: str) -> int:
     return value
 
 
+def _fraction(low_open: bool, high_open: bool) -> Callable[[str], float]:
+    """An argparse type for a number in an interval: (0, 1) for alpha, [0, 1] for a rate."""
+    shown = f"{'(' if low_open else '['}0, 1{')' if high_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        below = value <= 0 if low_open else value < 0
+        above = value >= 1 if high_open else value > 1
+        if below or above or value != value:
+            raise argparse.ArgumentTypeError(f"must lie in {shown}, not {text}")
+        return value
+
+    return parse
+
+
 def _run_id(text: str) -> str:
     """A run id is a Dagster partition key: `[a-z0-9][a-z0-9._-]*`."""
     from soev_pipeline.core.errors import ProjectError
@@ -46,6 +59,10 @@ def _run_id(text: str) -> str:
         return check_run_id(text)
     except ProjectError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _baseline(text: str) -> str:
+    return text if text == "previous" else _run_id(text)
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:
@@ -94,8 +111,64 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="print the archived report of a run")
     report.add_argument("run", type=_run_id, metavar="RUN")
     report.add_argument("--json", action="store_true", help="print the report as JSON")
+    report.add_argument(
+        "--fail-under",
+        type=_fraction(False, False),
+        metavar="P",
+        help="exit 3 when the overall pass rate is below P (a fraction, 0 to 1)",
+    )
+    report.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE")
     _add_project(report)
     _add_runs_dir(report)
+
+    compare = commands.add_parser(
+        "compare", help="compare two runs case by case, with a paired significance test"
+    )
+    compare.add_argument("run", type=_run_id, metavar="RUN")
+    compare.add_argument(
+        "baseline",
+        type=_baseline,
+        metavar="BASELINE",
+        help="a run id, or 'previous' for the newest earlier run with a report",
+    )
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument(
+        "--alpha",
+        type=_fraction(True, True),
+        default=0.05,
+        metavar="A",
+        help="the significance level (default 0.05)",
+    )
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 3 when a group (overall, a suite, a split) regressed significantly",
+    )
+    _add_project(compare)
+    _add_runs_dir(compare)
+
+    plan = commands.add_parser(
+        "plan", help="how many cases each suite needs to detect a drop in pass rate"
+    )
+    plan.add_argument(
+        "--drop",
+        type=_fraction(True, True),
+        default=0.10,
+        metavar="D",
+        help="the drop in pass rate to detect, as a fraction (default 0.10)",
+    )
+    plan.add_argument(
+        "--k", type=_positive, metavar="K", help="attempts per case (default: the run's)"
+    )
+    plan.add_argument(
+        "--run",
+        type=_run_id,
+        metavar="RUN",
+        help="the run to take the variance from (default: the latest)",
+    )
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _add_project(plan)
+    _add_runs_dir(plan)
 
     rescore = commands.add_parser(
         "rescore", help="grade a run's evidence with the current criteria"

@@ -7,11 +7,26 @@ from typing import Any
 
 import pandas as pd
 
-from soev_pipeline.run.results import GroupFigures, Report
+from soev_pipeline.run.plan import GroupPlan
+from soev_pipeline.run.results import Comparison, GroupFigures, Interval, PairedGroup, Report
+from soev_pipeline.text import shorten
 
 
 def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
+    return "—" if value is None else f"{100 * value:.1f} %"
+
+
+def _interval(bounds: Interval | None, *, signed: bool = False) -> str:
+    if bounds is None:
+        return ""
+    if signed:
+        return f" [{100 * bounds[0]:+.1f}, {100 * bounds[1]:+.1f}]"
+    return f" [{100 * bounds[0]:.1f}–{100 * bounds[1]:.1f}]"
+
+
+def rate(figures: GroupFigures) -> str:
+    """A pass rate with its 95 % interval, e.g. `77.8 % [55.4–91.0]`."""
+    return _percent(figures.pass_rate) + _interval(figures.ci95)
 
 
 def _number(value: float | None) -> str:
@@ -31,23 +46,67 @@ def _groups(title: str, groups: Mapping[str, GroupFigures]) -> str:
             title: name,
             "cases": figures.cases,
             "attempts": figures.attempts,
-            "pass rate": _percent(figures.pass_rate),
+            "pass rate [95% CI]": rate(figures),
             "mean score": _number(figures.mean_score),
             "pass@k": _percent(figures.pass_at_k),
             "pass^k": _percent(figures.pass_all_k),
         }
         for name, figures in groups.items()
     ]
-    return _table(rows, [title, "cases", "attempts", "pass rate", "mean score", "pass@k", "pass^k"])
+    columns = [title, "cases", "attempts", "pass rate [95% CI]", "mean score", "pass@k", "pass^k"]
+    return _table(rows, columns)
 
 
-def _delta(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f} pt"
+def _delta(group: PairedGroup) -> str:
+    if group.delta is None:
+        return "—"
+    return f"{100 * group.delta:+.1f} pt" + _interval(group.ci95, signed=True)
 
 
-def _shorten(text: str, width: int = 110) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _p(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p, verdict),
+    then the counts and the dev cases that changed."""
+    groups: list[tuple[str, PairedGroup]] = [("overall", comparison.overall)]
+    groups += [(f"suite {name}", group) for name, group in comparison.suites.items()]
+    groups += [(f"split {name}", group) for name, group in comparison.splits.items()]
+    rows = [
+        {
+            "group": name,
+            "pairs": group.pairs,
+            "baseline → now": f"{_percent(group.baseline_pass_rate)} → {_percent(group.pass_rate)}",
+            "Δ [95% CI]": _delta(group),
+            "p": _p(group.p_holm if group.p_holm is not None else group.p_value),
+            "verdict": group.verdict,
+        }
+        for name, group in groups
+    ]
+    lines = [
+        f"run {comparison.run_id} against baseline {comparison.baseline_id} "
+        f"(alpha {comparison.alpha:g}; suites use Holm-adjusted p)",
+        "",
+        _table(rows, ["group", "pairs", "baseline → now", "Δ [95% CI]", "p", "verdict"]),
+        "",
+        f"cases changed since the baseline (not paired): {comparison.changed_cases}; "
+        f"cases in one run only: {comparison.unpaired_cases}",
+    ]
+    for title, changes in (
+        ("dev cases that regressed", comparison.regressions),
+        ("dev cases that improved", comparison.improvements),
+    ):
+        if changes:
+            lines.append(f"{title} ({len(changes)}):")
+            lines += [
+                f"  {change.case_id} ({change.suite}): "
+                f"{_percent(change.baseline_pass_rate)} → {_percent(change.pass_rate)}"
+                for change in changes
+            ]
+    return "\n".join(lines) + "\n"
 
 
 def render_report(report: Report) -> str:
@@ -59,7 +118,7 @@ def render_report(report: Report) -> str:
         "",
         _groups("suite", report.suites),
         "",
-        _groups("split", report.splits),
+        _groups("split", {**report.splits, "overall": report.overall}),
         "",
     ]
     criteria = [
@@ -87,20 +146,49 @@ def render_report(report: Report) -> str:
                         gate = " gate" if verdict.gate else ""
                         lines.append(
                             f"    attempt {attempt.attempt}: {verdict.kind} "
-                            f"{verdict.status}{gate}: {_shorten(verdict.detail)}"
+                            f"{verdict.status}{gate}: {shorten(verdict.detail, 110, flatten=True)}"
                         )
         lines.append("")
     judge = report.scoring.judge
     if judge:
         lines.append("judge: " + ", ".join(f"{key} {value}" for key, value in judge.items()))
-    previous = report.previous
-    if previous is not None:
-        deltas = ", ".join(
-            f"{name} {_delta(entry.delta)}" for name, entry in previous.suites.items()
-        )
-        lines.append(f"compared with run {previous.run_id}: {deltas}")
-        if previous.regressions:
-            lines.append("  regressions: " + ", ".join(previous.regressions))
-        if previous.improvements:
-            lines.append("  improvements: " + ", ".join(previous.improvements))
+    if report.previous is not None:
+        lines += ["", "compared with the previous run:", render_comparison(report.previous)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _points(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f} pt"
+
+
+def render_plan(
+    groups: Sequence[GroupPlan], *, run_id: str, run_k: int, k: int, drop: float
+) -> str:
+    """The power plan as a table: what each suite detects now, and the cases it needs."""
+    needed = f"cases for {100 * drop:.0f} pt"
+    rows = [
+        {
+            "group": group.name,
+            "cases": group.cases,
+            "pass rate": _percent(group.pass_rate),
+            "case sd": _number(group.case_sd),
+            "detects now": _points(group.detectable_drop),
+            needed: "—"
+            if group.cases_needed is None
+            else f"{group.cases_needed}{'*' if group.variance_floor else ''}",
+        }
+        for group in groups
+    ]
+    lines = [
+        f"power from run {run_id} (k={run_k}), for k={k}: the drop in pass rate a paired "
+        "comparison detects with 80 % power at alpha 0.05",
+        "",
+        _table(rows, ["group", "cases", "pass rate", "case sd", "detects now", needed]),
+    ]
+    if any(group.variance_floor for group in groups):
+        lines += [
+            "",
+            f"* the cases barely varied; counted with the variance of a {100 * drop:.0f} pt "
+            "drop in which cases flip",
+        ]
+    return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ Each asset calls one function of `soev_pipeline.run.service`. Metadata shows agg
 and dev case ids only; test cases never appear here.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +13,7 @@ import dagster as dg
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES
 from soev_pipeline.run.archive import RunArchive
-from soev_pipeline.run.results import Report, StatusCounts
+from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Report, StatusCounts
 from soev_pipeline.run.service import (
     RunSelection,
     aggregate_run,
@@ -28,6 +28,7 @@ from .resources import Progress, RuntimeResource, SoevProject
 
 runs_partitions = dg.DynamicPartitionsDefinition(name="runs")
 RUN_ASSETS_IO = "run_archive_io_manager"
+NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
 
 
 class EvaluateConfig(dg.Config):
@@ -51,10 +52,6 @@ class GradeConfig(dg.Config):
 
     offline: bool = False
     runtime: str | None = None
-
-
-def _rate(value: float | None) -> float:
-    return float("nan") if value is None else value
 
 
 def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
@@ -241,6 +238,17 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     },
     ins={"verdicts": dg.AssetIn("verdicts")},
     partitions_def=runs_partitions,
+    check_specs=[
+        dg.AssetCheckSpec(
+            NO_SIGNIFICANT_REGRESSION,
+            asset="report",
+            description=(
+                "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
+                "significantly worse than the previous run: paired sign test, Holm-adjusted "
+                "over the suites, alpha 0.05."
+            ),
+        )
+    ],
 )
 def report(
     context: dg.AssetExecutionContext,
@@ -248,18 +256,26 @@ def report(
     project: dg.ResourceParam[SoevProject],
     runtime: RuntimeResource,
     verdicts: Path,
-) -> dg.Output[Report]:
-    """Aggregate the latest scoring into the run's report; an evaluate run also publishes it."""
+) -> Iterator[dg.Output[Report] | dg.AssetCheckResult]:
+    """Aggregate the latest scoring into the run's report; an evaluate run also publishes it.
+
+    The report's metadata carries every pass rate with its 95 % interval, so the asset's
+    plots show the band over the run partitions; the check `no_significant_regression`
+    compares it with the previous run.
+    """
     archive = RunArchive(project.runs, verdicts.parent.parent.name)
     built = aggregate_run(archive, verdicts, write=False)
     if context.job_name == "evaluate":
         session = runtime.session
         session.run(_publish(session, project, config.runtime, archive, built))
     metadata: dict[str, Any] = {}
-    for name, figures in built.suites.items():
-        metadata[f"pass_rate/{name}"] = _rate(figures.pass_rate)
-    for name, figures in built.splits.items():
-        metadata[f"pass_rate/split/{name}"] = _rate(figures.pass_rate)
+    groups = {
+        "overall": built.overall,
+        **built.suites,
+        **{f"split/{name}": figures for name, figures in built.splits.items()},
+    }
+    for name, figures in groups.items():
+        metadata.update(_rate_metadata(name, figures))
     totals = dict.fromkeys(STATUSES, 0)
     for counts in built.criteria.values():
         for status, count in counts.as_dict().items():
@@ -270,10 +286,73 @@ def report(
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
     previous = built.previous
     if previous is not None:
-        metadata["previous_run"] = previous.run_id
+        metadata["previous_run"] = previous.baseline_id
+        metadata["delta/overall"] = _rounded(previous.overall.delta)
+        metadata["p_value/overall"] = _rounded(previous.overall.p_value)
         metadata["regressions"] = len(previous.regressions)
         metadata["improvements"] = len(previous.improvements)
-    return dg.Output(built, output_name="report", metadata=metadata)
+    yield dg.Output(built, output_name="report", metadata=metadata)
+    yield regression_check(previous)
+
+
+def _rounded(value: float | None) -> float:
+    """A figure for the UI: rounded to 4 decimals (NaN when there is none, so plots skip it)."""
+    return float("nan") if value is None else round(value, 4)
+
+
+def _rate_metadata(name: str, figures: GroupFigures) -> dict[str, float]:
+    low, high = figures.ci95 if figures.ci95 is not None else (None, None)
+    return {
+        f"pass_rate/{name}": _rounded(figures.pass_rate),
+        f"ci95_low/{name}": _rounded(low),
+        f"ci95_high/{name}": _rounded(high),
+    }
+
+
+def regression_check(previous: Comparison | None) -> dg.AssetCheckResult:
+    """The result of `no_significant_regression` for a report's comparison with the previous run."""
+    if previous is None:
+        return dg.AssetCheckResult(
+            check_name=NO_SIGNIFICANT_REGRESSION,
+            passed=True,
+            description="no previous run of this project to compare with",
+        )
+    groups = {"overall": previous.overall, **previous.suites}
+    groups.update({f"split {name}": group for name, group in previous.splits.items()})
+    regressed = [name for name, group in groups.items() if group.verdict == "regressed"]
+    return dg.AssetCheckResult(
+        check_name=NO_SIGNIFICANT_REGRESSION,
+        passed=not regressed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(
+            f"regressed against run {previous.baseline_id}: {', '.join(regressed)}"
+            if regressed
+            else f"no group regressed significantly against run {previous.baseline_id}"
+        ),
+        metadata={
+            "baseline": previous.baseline_id,
+            "regressed_groups": len(regressed),
+            "delta": _rounded(previous.overall.delta),
+            "p_value": _rounded(previous.overall.p_value),
+            "comparison": dg.MetadataValue.md(_comparison_table(groups)),
+        },
+    )
+
+
+def _comparison_table(groups: Mapping[str, PairedGroup]) -> str:
+    lines = [
+        "| group | pairs | baseline | now | Δ | 95% CI | p | verdict |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    for name, group in groups.items():
+        p = group.p_holm if group.p_holm is not None else group.p_value
+        ci = "—" if group.ci95 is None else f"{group.ci95[0]:+.3f} to {group.ci95[1]:+.3f}"
+        lines.append(
+            f"| {name} | {group.pairs} | {_rounded(group.baseline_pass_rate)} "
+            f"| {_rounded(group.pass_rate)} | {_rounded(group.delta)} | {ci} | {p:.4f} "
+            f"| {group.verdict} |"
+        )
+    return "\n".join(lines)
 
 
 async def _publish(

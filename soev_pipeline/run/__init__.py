@@ -2,18 +2,20 @@
 
 from .archive import RunArchive, check_run_id, list_runs, new_run_id
 from .attempts import plan_attempts, run_attempts, select_cases
+from .compare import compare_rates, compare_runs, previous_run, read_rates
 from .grading import grade_attempt, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable
-from .report import build_report, compare, previous_report, read_report
+from .report import build_report, read_report
 from .results import (
     AttemptResult,
+    CaseChange,
     CaseResult,
     Comparison,
     GradedAttempt,
     GradingSummary,
     GroupFigures,
+    PairedGroup,
     PublicVerdict,
-    RateDelta,
     Report,
     StatusCounts,
 )
@@ -29,6 +31,7 @@ from .scoring import (
 __all__ = [
     "AttemptResult",
     "AttemptScore",
+    "CaseChange",
     "CaseFigures",
     "CaseResult",
     "Comparison",
@@ -36,8 +39,8 @@ __all__ = [
     "GradingSummary",
     "GroupFigures",
     "Manifest",
+    "PairedGroup",
     "PublicVerdict",
-    "RateDelta",
     "Report",
     "RunArchive",
     "StatusCounts",
@@ -47,7 +50,8 @@ __all__ = [
     "case_figures",
     "check_resumable",
     "check_run_id",
-    "compare",
+    "compare_rates",
+    "compare_runs",
     "grade_attempt",
     "grade_evidence",
     "iter_graded",
@@ -55,7 +59,8 @@ __all__ = [
     "new_run_id",
     "pass_at_k_estimate",
     "plan_attempts",
-    "previous_report",
+    "previous_run",
+    "read_rates",
     "read_report",
     "run_attempts",
     "score_attempt",

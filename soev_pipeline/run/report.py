@@ -1,4 +1,4 @@
-"""Aggregate a scoring into the report of SPEC.md section 8, and compare with the previous run.
+"""Aggregate a scoring into the report of SPEC.md sections 8 and 10.
 
 Test cases count in the aggregates only: the `cases` list, the comparison's case lists and
 everything else that names a case hold dev cases alone.
@@ -7,25 +7,23 @@ everything else that names a case hold dev cases alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.models import STATUSES, Status
+from soev_pipeline.core.models import STATUSES, Split, Status
 
-from .archive import REPORT, RunArchive, list_runs, write_json_atomically
+from .archive import REPORT, RunArchive, write_json_atomically
+from .compare import CaseRate, RunRates, compare_rates
 from .manifest import Manifest
 from .results import (
     AttemptResult,
     CaseResult,
-    Comparison,
     GradedAttempt,
     GradingSummary,
-    GroupFigures,
     PublicVerdict,
-    RateDelta,
     Report,
     StatusCounts,
 )
@@ -37,11 +35,15 @@ def build_report(
     graded: Iterable[GradedAttempt],
     *,
     scoring: GradingSummary,
-    previous: Report | None = None,
+    previous: RunRates | None = None,
 ) -> Report:
-    """Build the report of one scoring from its graded attempts (streamed once)."""
+    """Build the report of one scoring from its graded attempts (streamed once).
+
+    With `previous`, the case rates of the previous run, `previous` of the report holds the
+    comparison with it (SPEC.md section 10), at the default alpha.
+    """
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
-    place: dict[str, tuple[str, str]] = {}
+    place: dict[str, tuple[str, Split]] = {}
     dev_attempts: dict[str, list[AttemptResult]] = defaultdict(list)
     criteria: dict[str, dict[Status, int]] = {}
     for attempt in graded:
@@ -92,6 +94,7 @@ def build_report(
             for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
         },
         splits={name: aggregate(by_split[name], manifest.k) for name in sorted(by_split)},
+        overall=aggregate(list(figures.values()), manifest.k),
         criteria={
             kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
         },
@@ -102,42 +105,17 @@ def build_report(
         previous=None,
     )
     if previous is not None:
-        report = report.model_copy(update={"previous": compare(report, previous)})
+        now = RunRates(
+            manifest.run_id,
+            manifest.project,
+            manifest.suites,
+            {
+                case_id: CaseRate(*place[case_id], manifest.cases.get(case_id), figure.pass_rate)
+                for case_id, figure in figures.items()
+            },
+        )
+        report = report.model_copy(update={"previous": compare_rates(now, previous)})
     return report
-
-
-def _deltas(
-    now: Mapping[str, GroupFigures], before: Mapping[str, GroupFigures]
-) -> dict[str, RateDelta]:
-    result = {}
-    for name, figures in now.items():
-        earlier = before.get(name)
-        previous = None if earlier is None else earlier.pass_rate
-        current = figures.pass_rate
-        delta = None if previous is None or current is None else current - previous
-        result[name] = RateDelta(pass_rate=current, previous=previous, delta=delta)
-    return result
-
-
-def compare(report: Report, previous: Report) -> Comparison:
-    """Compare a report with an earlier one: pass-rate deltas and dev cases that flipped."""
-    earlier = {case.case_id: case.pass_rate for case in previous.cases}
-    regressions, improvements = [], []
-    for case in report.cases:
-        before = earlier.get(case.case_id)
-        if before is None:
-            continue
-        if case.pass_rate < before:
-            regressions.append(case.case_id)
-        elif case.pass_rate > before:
-            improvements.append(case.case_id)
-    return Comparison(
-        run_id=previous.run_id,
-        suites=_deltas(report.suites, previous.suites),
-        splits=_deltas(report.splits, previous.splits),
-        regressions=tuple(regressions),
-        improvements=tuple(improvements),
-    )
 
 
 def load_report(path: Path) -> Report:
@@ -151,30 +129,6 @@ def load_report(path: Path) -> Report:
 def write_report(scoring_dir: Path, report: Report) -> None:
     """Write `report.json` into a scoring folder, atomically."""
     write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json"))
-
-
-def previous_report(runs_dir: Path, manifest: Manifest) -> Report | None:
-    """The latest report of the newest earlier run of the same project, or None.
-
-    A report that no longer reads as a `Report` (written by an older version) is passed
-    over, so that it cannot stop the aggregation of a new run.
-    """
-    earlier = [
-        run
-        for run, other in list_runs(runs_dir)
-        if run.run_id != manifest.run_id
-        and other.project == manifest.project
-        and other.created_at < manifest.created_at
-    ]
-    for run in reversed(earlier):
-        path = run.latest_report_path()
-        if path is None:
-            continue
-        try:
-            return load_report(path)
-        except ProjectError:
-            continue
-    return None
 
 
 def read_report(archive: RunArchive) -> Report:

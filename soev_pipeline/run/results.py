@@ -44,11 +44,16 @@ class GradingSummary(FrozenModel):
     judge: dict[str, JsonValue] | None
 
 
+Interval = tuple[float, float]
+
+
 class GroupFigures(FrozenModel):
-    """The figures of a suite or a split: counts, and means of its case figures.
+    """The figures of a suite, a split or the whole run: counts, and means of its case figures.
 
     The means are null for a group without cases. `pass_at` holds the unbiased pass@j
     estimate for every j up to the smallest number of attempts of a case, keyed by j.
+    `stderr`, `ci95` and `detectable_drop` are the error bars of `pass_rate` (SPEC.md
+    section 10), with the case as the unit.
     """
 
     cases: int
@@ -59,6 +64,9 @@ class GroupFigures(FrozenModel):
     pass_at_k: float | None
     pass_all_k: float | None
     pass_at: dict[str, float | None]
+    stderr: float | None
+    ci95: Interval | None
+    detectable_drop: float | None
 
 
 class StatusCounts(FrozenModel):
@@ -123,22 +131,60 @@ class CaseResult(FrozenModel):
     attempts: tuple[AttemptResult, ...]
 
 
-class RateDelta(FrozenModel):
-    """A group's pass rate now and in the previous run, and the change; null where unknown."""
+class PairedGroup(FrozenModel):
+    """A group of cases that two runs share (SPEC.md section 10): the change and its test.
 
+    `p_holm` is set for suites only: the p-value adjusted over the suites of the comparison.
+    `verdict` is `regressed` or `improved` when the change is significant at `alpha`.
+    """
+
+    pairs: int
     pass_rate: float | None
-    previous: float | None
+    baseline_pass_rate: float | None
     delta: float | None
+    stderr: float | None
+    ci95: Interval | None
+    improved: int
+    regressed: int
+    unchanged: int
+    p_value: float
+    p_holm: float | None = Field(default=None, exclude_if=lambda value: value is None)
+    verdict: Literal["regressed", "improved", "unchanged"]
+
+
+class CaseChange(FrozenModel):
+    """A dev case whose pass rate changed between the two runs."""
+
+    case_id: str
+    suite: str
+    pass_rate: float
+    baseline_pass_rate: float
 
 
 class Comparison(FrozenModel):
-    """The comparison with the previous run: pass-rate deltas and the dev cases that flipped."""
+    """Two runs of one project compared case by case (`soev-evals compare`, `previous`).
+
+    Pairs are the cases both runs graded with the same case digest; the others are counted
+    in `changed_cases` (same id, other digest) and `unpaired_cases` (in one run only).
+    `regressions` and `improvements` name dev cases only.
+    """
 
     run_id: str
-    suites: dict[str, RateDelta]
-    splits: dict[str, RateDelta]
-    regressions: tuple[str, ...]
-    improvements: tuple[str, ...]
+    baseline_id: str
+    alpha: float
+    changed_cases: int
+    unpaired_cases: int
+    overall: PairedGroup
+    suites: dict[str, PairedGroup]
+    splits: dict[str, PairedGroup]
+    regressions: tuple[CaseChange, ...]
+    improvements: tuple[CaseChange, ...]
+
+    @property
+    def regressed(self) -> bool:
+        """Whether any group's verdict is `regressed`: the gate of `--fail-on-regression`."""
+        groups = [self.overall, *self.suites.values(), *self.splits.values()]
+        return any(group.verdict == "regressed" for group in groups)
 
 
 class Report(FrozenModel):
@@ -153,6 +199,7 @@ class Report(FrozenModel):
     split: Split | None
     suites: dict[str, GroupFigures]
     splits: dict[str, GroupFigures]
+    overall: GroupFigures
     criteria: dict[str, StatusCounts]
     cases: tuple[CaseResult, ...]
     expected_attempts: int

@@ -15,6 +15,7 @@ from math import comb
 from statistics import fmean
 
 from soev_pipeline.core.models import Verdict
+from soev_pipeline.core.stats import rate_figures
 
 from .results import GroupFigures
 
@@ -98,12 +99,15 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def aggregate(cases: Sequence[CaseFigures], k: int) -> GroupFigures:
-    """The figures of a group of cases (a suite or a split): means of the case figures.
+    """The figures of a group of cases (a suite, a split, the run): means of the case figures.
+
+    The error bars (`soev_pipeline.core.stats.rate_figures`) take the case as the unit.
 
     `pass_at` holds the unbiased pass@j estimate for every j up to the smallest number of
     attempts of a case, so a report can answer for a smaller k than was run.
     """
     smallest = min((case.attempts for case in cases), default=0)
+    bars = rate_figures([case.pass_rate for case in cases])
     return GroupFigures(
         cases=len(cases),
         attempts=sum(case.attempts for case in cases),
@@ -116,4 +120,7 @@ def aggregate(cases: Sequence[CaseFigures], k: int) -> GroupFigures:
             str(j): _mean(pass_at_k_estimate(case.attempts, case.passed, j) for case in cases)
             for j in range(1, min(k, smallest) + 1)
         },
+        stderr=bars.stderr,
+        ci95=bars.ci95,
+        detectable_drop=bars.detectable_drop,
     )

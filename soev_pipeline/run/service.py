@@ -21,9 +21,10 @@ from soev_pipeline.runtime import RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
+from .compare import previous_rates
 from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
-from .report import build_report, previous_report, write_report
+from .report import build_report, write_report
 from .results import GradingSummary, Report
 
 
@@ -203,7 +204,7 @@ def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True)
         manifest,
         iter_graded(scoring_dir),
         scoring=scoring,
-        previous=previous_report(archive.runs_dir, manifest),
+        previous=previous_rates(archive.runs_dir, manifest),
     )
     if write:
         write_report(scoring_dir, report)

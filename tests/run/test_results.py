@@ -20,6 +20,7 @@ from soev_pipeline.run import (
     build_manifest,
     build_report,
 )
+from soev_pipeline.run.compare import RunRates, rates_from_graded
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLIC_VERDICT_KEYS = ["kind", "status", "detail", "weight", "gate"]
@@ -80,8 +81,8 @@ def _attempt(case_id: str, attempt: int, passed: bool) -> GradedAttempt:
     )
 
 
-def _report(run_id: str = "r2", *, flip: bool = False, previous: Report | None = None) -> Report:
-    graded = [
+def _graded(flip: bool = False) -> list[GradedAttempt]:
+    return [
         _attempt("kern-001", 1, not flip),
         _attempt("kern-001", 0, True),
         _attempt("kern-002", 0, flip),
@@ -89,7 +90,10 @@ def _report(run_id: str = "r2", *, flip: bool = False, previous: Report | None =
         _attempt("kern-t01", 0, True),
         _attempt("kern-t01", 1, True),
     ]
-    return build_report(_manifest(run_id), graded, scoring=_summary(), previous=previous)
+
+
+def _report(run_id: str = "r2", *, flip: bool = False, previous: RunRates | None = None) -> Report:
+    return build_report(_manifest(run_id), _graded(flip), scoring=_summary(), previous=previous)
 
 
 def test_the_schema_in_docs_is_current() -> None:
@@ -116,6 +120,7 @@ def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
         "split",
         "suites",
         "splits",
+        "overall",
         "criteria",
         "cases",
         "expected_attempts",
@@ -132,7 +137,11 @@ def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
         "pass_at_k",
         "pass_all_k",
         "pass_at",
+        "stderr",
+        "ci95",
+        "detectable_drop",
     ]
+    assert list(data["overall"]) == list(data["suites"]["kern"])
     assert data["criteria"]["rubric.judge"] == {
         "pass": 4,
         "fail": 2,
@@ -176,12 +185,13 @@ def test_a_report_holds_dev_cases_only_in_order() -> None:
 
 
 def test_a_report_round_trips_through_json_unchanged() -> None:
-    earlier = _report("r1")
+    earlier = rates_from_graded(_manifest("r1"), _graded())
     report = _report("r2", flip=True, previous=earlier)
     assert report.previous is not None
-    assert report.previous.regressions == ("kern-001",)
-    assert report.previous.improvements == ("kern-002",)
+    assert [change.case_id for change in report.previous.regressions] == ["kern-001"]
+    assert [change.case_id for change in report.previous.improvements] == ["kern-002"]
     assert report.previous.suites["kern"].delta == pytest.approx(0.0)
+    assert report.previous.baseline_id == "r1" and report.previous.overall.pairs == 3
     text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
     again = Report.model_validate_json(text)
     assert again == report
