@@ -19,7 +19,7 @@ from soev_pipeline.core.models import Usage
 
 from .conversation import Answer
 from .http import TurnFailed, reading
-from .sse import ServerSentEvent, SSEError, SSEParser, iter_events
+from .sse import MAX_FRAME_BYTES, ServerSentEvent, SSEError, SSEParser, iter_events
 
 DECODED = frozenset(
     {"tool_output", "attached", "model_output", "status", "error", "failure", "cancelled"}
@@ -94,6 +94,7 @@ class TurnReader:
     """Follows the events of one turn until its `status` says the turn is over."""
 
     elements: ThreadElements
+    max_frame_bytes: int = MAX_FRAME_BYTES
     reply: str | None = None
     citations: tuple[str, ...] = ()
     usage: Usage | None = None
@@ -180,7 +181,7 @@ class TurnReader:
         Raises:
             TurnFailed: the turn failed (see `handle`), or the stream ended without `status`.
         """
-        parser = SSEParser()
+        parser = SSEParser(max_frame_bytes=self.max_frame_bytes)
         try:
             with reading("stream"):
                 async with aclosing(iter_events(chunks, parser)) as events:

@@ -14,7 +14,8 @@ from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 
 _END_OF_LINE = re.compile(r"\r\n|\r|\n")
-MAX_EVENT_CHARS = 8 * 1024 * 1024
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+"""The default size limit of one frame: its lines and data, in UTF-8 bytes."""
 
 
 class SSEError(ValueError):
@@ -39,10 +40,12 @@ class SSEParser:
     dropped (see `pending`).
     """
 
-    def __init__(self, *, max_event_chars: int = MAX_EVENT_CHARS) -> None:
+    def __init__(self, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._max = max_event_chars
-        self._buffer = ""
+        self._max = max_frame_bytes
+        self._partial: list[str] = []
+        self._partial_bytes = 0
+        self._after_cr = False
         self._started = False
         self._event = ""
         self._data: list[str] = []
@@ -52,45 +55,53 @@ class SSEParser:
     @property
     def pending(self) -> bool:
         """Whether part of an event has arrived without the blank line that ends it."""
-        return bool(self._buffer or self._data or self._event)
+        return bool(self._partial or self._data or self._event)
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Take the next chunk of the body and return the events it completes, in order.
 
+        Each chunk is searched once, from where the last one ended: the cost is linear in
+        the size of the stream, however the server cuts it into chunks.
+
         Raises:
-            SSEError: one event (or one unfinished line) is longer than the size limit.
+            SSEError: one frame is larger than the size limit; raised as soon as the part
+                that has arrived is.
         """
         text = self._decoder.decode(chunk)
         if not self._started and text:
             self._started = True
             text = text.removeprefix("\ufeff")
-        buffer = self._buffer + text
+        position = 0
+        if self._after_cr and text:
+            self._after_cr = False
+            if text[0] == "\n":
+                position = 1  # the LF of a CRLF that the previous chunk split
         events: list[ServerSentEvent] = []
-        start = 0
-        while (match := _END_OF_LINE.search(buffer, start)) is not None:
-            if match.group() == "\r" and match.end() == len(buffer):
-                break  # the chunk may split a CRLF: wait for the next one
-            event = self._line(buffer[start : match.start()])
+        while (match := _END_OF_LINE.search(text, position)) is not None:
+            line = text[position : match.start()]
+            if self._partial:
+                line = "".join(self._partial) + line
+                self._partial, self._partial_bytes = [], 0
+            event = self._line(line)
             if event is not None:
                 events.append(event)
-            start = match.end()
-        self._buffer = buffer[start:]
-        if len(self._buffer) + self._size > self._max:
-            raise SSEError(f"an event is longer than {self._max} characters")
+            position = match.end()
+            if match.group() == "\r" and position == len(text):
+                self._after_cr = True
+        rest = text[position:]
+        if rest:
+            self._partial.append(rest)
+            self._partial_bytes += len(rest.encode("utf-8"))
+        if self._partial_bytes + self._size > self._max:
+            raise SSEError(f"a frame is larger than {self._max} bytes")
         return events
 
     def close(self) -> list[ServerSentEvent]:
-        """End the stream: a last line that ended in a lone CR still counts, a cut event not."""
-        tail = self._buffer + self._decoder.decode(b"", final=True)
-        self._buffer = ""
-        events: list[ServerSentEvent] = []
-        if tail.endswith("\r"):
-            event = self._line(tail[:-1])
-            if event is not None:
-                events.append(event)
-        else:
-            self._buffer = tail
-        return events
+        """End the stream. A cut event is dropped (see `pending`), never dispatched."""
+        rest = self._decoder.decode(b"", final=True)
+        if rest:
+            self._partial.append(rest)
+        return []
 
     def _line(self, line: str) -> ServerSentEvent | None:
         if not line:
@@ -102,7 +113,9 @@ class SSEParser:
             value = value[1:]
         if name == "data":
             self._data.append(value)
-            self._size += len(value) + 1
+            self._size += len(value.encode("utf-8")) + 1
+            if self._size > self._max:
+                raise SSEError(f"a frame is larger than {self._max} bytes")
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:

@@ -125,7 +125,8 @@ class SoevThreadArm(ConversationArm):
                     raise TurnFailed(
                         "missing_thread_id", "the system opened no thread: no X-Soev-Thread-Id"
                     )
-            return await TurnReader(thread.elements).read(response.aiter_bytes())
+            reader = TurnReader(thread.elements, max_frame_bytes=self._system.max_frame_bytes)
+            return await reader.read(response.aiter_bytes())
         finally:
             await response.aclose()
 

@@ -33,6 +33,7 @@ class SystemConfig(FrozenModel):
     timeout_s: float = Field(default=120.0, gt=0)
     concurrency: int = Field(default=8, ge=1, le=1024)
     max_retries: int = Field(default=2, ge=0, le=20)
+    max_frame_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
 
     _expand_url = field_validator("base_url", mode="before")(_expanded)
 

@@ -50,16 +50,42 @@ def test_an_event_cut_off_is_dropped_and_reported_pending() -> None:
     assert parser.pending
 
 
-def test_a_lone_cr_at_the_very_end_still_ends_the_line() -> None:
+def test_a_lone_cr_at_the_end_of_a_chunk_ends_the_line_at_once() -> None:
     parser = SSEParser()
-    assert parser.feed(b"data: x\r\r") == []
-    assert parser.close() == [ServerSentEvent("message", "x")]
+    assert parser.feed(b"data: x\r\r") == [ServerSentEvent("message", "x")]
+    assert parser.close() == []
 
 
-def test_an_event_past_the_limit_is_an_error() -> None:
-    parser = SSEParser(max_event_chars=10)
+def test_a_crlf_split_between_chunks_is_one_line_end() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"data: x\r") == []
+    assert parser.feed(b"\n\r") == [ServerSentEvent("message", "x")]
+    assert parser.feed(b"\ndata: y\n\n") == [ServerSentEvent("message", "y")]
+
+
+def test_a_line_split_over_many_chunks_is_joined() -> None:
+    parser = SSEParser()
+    body = b"event: model_output\ndata: " + b"ab" * 500 + b"\n\n"
+    events = [
+        event for start in range(0, len(body), 7) for event in parser.feed(body[start : start + 7])
+    ]
+    assert events == [ServerSentEvent("model_output", "ab" * 500)]
+
+
+def test_a_frame_past_the_limit_fails_as_soon_as_it_arrives() -> None:
+    parser = SSEParser(max_frame_bytes=4096)
+    parser.feed(b"data: ")
+    for _ in range(3):
+        parser.feed(b"x" * 1024)
+    with pytest.raises(SSEError, match="larger than 4096 bytes"):
+        parser.feed(b"x" * 1024)
+
+
+def test_the_limit_counts_utf8_bytes_across_data_lines() -> None:
+    parser = SSEParser(max_frame_bytes=100)
+    parser.feed(("data: " + "é" * 30 + "\n").encode())  # 61 bytes
     with pytest.raises(SSEError):
-        parser.feed(b"data: " + b"x" * 20)
+        parser.feed(("data: " + "é" * 30 + "\n").encode())
 
 
 @pytest.mark.anyio
