@@ -44,9 +44,13 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, i
     if isinstance(exc, yaml.YAMLError):
         return _yaml(exc, project), EXIT_ERROR
     if isinstance(exc, OSError):
-        return f"{exc.filename or project}: {exc.strerror or exc}", EXIT_ERROR
+        reason = exc.strerror or _one_line(str(exc)) or type(exc).__name__
+        return (f"{exc.filename}: {reason}" if exc.filename else reason), EXIT_ERROR
     if isinstance(exc, ImportError):
-        return f"{project}: hooks: cannot import the hooks module: {exc}", EXIT_ERROR
+        # The hooks module's own failures are ProjectErrors that name it (project.hooks);
+        # this is a module that the package or a runtime provider needs.
+        what = f"module {exc.name!r}" if exc.name else "a module"
+        return f"cannot import {what}: {_one_line(str(exc))}", EXIT_ERROR
     return f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", EXIT_ERROR
 
 

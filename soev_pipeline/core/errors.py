@@ -95,6 +95,14 @@ class DuplicateCriterionError(ProjectError):
     """Two criterion kinds have the same name."""
 
 
+class HooksError(ProjectError, ImportError):
+    """The project's hooks module cannot be imported: missing, or its own code failed.
+
+    An `ImportError` as the reference promises for `load`, and a `ProjectError` whose one
+    line names the hooks file and the line.
+    """
+
+
 class ResumeError(ProjectError):
     """A run cannot be resumed: its cases or prompts changed, or it does not exist."""
 

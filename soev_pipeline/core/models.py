@@ -115,7 +115,30 @@ class Sources(FrozenModel):
     def _nonempty_groups(cls, groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
         if any(not group for group in groups):
             raise ValueError("a required source group must name at least one source id")
+        for group in groups:
+            for source in group:
+                _check_source_id(source)
         return groups
+
+    @field_validator("forbidden")
+    @classmethod
+    def _forbidden_ids(cls, forbidden: tuple[str, ...]) -> tuple[str, ...]:
+        for source in forbidden:
+            _check_source_id(source)
+        return forbidden
+
+
+def _check_source_id(source: str) -> None:
+    """Refuse an id that is not a path of segments joined by `/` (SPEC.md section 3).
+
+    Raises:
+        ValueError: the id is empty, or has an empty segment or spaces around a segment.
+    """
+    if not source or any(not part or part != part.strip() for part in source.split("/")):
+        raise ValueError(
+            f"source id {source!r} is not a path of segments joined by '/', such as "
+            "'BWBR0005537/artikel-6:7/lid-1' (no empty segment, no spaces around one)"
+        )
 
 
 class CaseDefinition(_HasTurns):

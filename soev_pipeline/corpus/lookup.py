@@ -125,11 +125,21 @@ def load_corpus(path: Path) -> CorpusLookup:
         OSError: the file cannot be read.
     """
     units: dict[str, CorpusUnit] = {}
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    offset = 0
+    with path.open("rb") as lines:
+        for number, data in enumerate(lines, start=1):
+            where = f"{path}: line {number}"
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ProjectError(
+                    f"{where}: byte {offset + exc.start}: not UTF-8 text ({exc.reason})"
+                ) from None
+            offset += len(data)
+            if number == 1:
+                line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
-            where = f"{path}: line {number}"
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
@@ -32,11 +28,9 @@ from soev_pipeline.corpus import load_corpus
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 from soev_pipeline.judges import load_prompts, prompt_shas
 
+from .files import inside, load_yaml, read_text
+from .hooks import import_hooks
 from .sealing import check_seal
-
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""LibYAML's safe loader when PyYAML was built with it: suites of thousands of cases load
-about ten times faster."""
 
 
 class SuiteFile(FrozenModel):
@@ -55,6 +49,8 @@ class Suite:
     files: tuple[Path, ...]
     cases: tuple[Case, ...]
     case_files: Mapping[str, Path] = field(default_factory=dict, repr=False)
+    case_paths: tuple[Path, ...] = field(default=(), repr=False)
+    """The file of each case, in the order of `cases`."""
 
     def digest(self) -> str:
         """The SHA-256 over the digests of the suite's cases, in order."""
@@ -122,8 +118,7 @@ def read_project(path: Path) -> Project:
         yaml.YAMLError: the file is not valid YAML.
         pydantic.ValidationError: the file is not a valid project.
     """
-    with path.open(encoding="utf-8") as stream:
-        raw = yaml.load(stream, Loader=SafeLoader)
+    raw = load_yaml(path)
     return Project.model_validate({} if raw is None else raw)
 
 
@@ -170,13 +165,24 @@ def load(
 
     setup: CaseSetup | None = None
     if project.hooks is not None:
-        module = _import_hooks(project.hooks, path.parent)
-        for kind in getattr(module, "CRITERIA", ()):
+        module = import_hooks(project.hooks, path.parent, project_file=path)
+        origin = getattr(module, "__file__", None) or project.hooks
+        kinds = getattr(module, "CRITERIA", ())
+        if not isinstance(kinds, list | tuple):
+            raise ProjectError(
+                f"{origin}: CRITERIA: must be a list of criterion kinds, not {type(kinds).__name__}"
+            )
+        for index, kind in enumerate(kinds):
             try:
                 registry.register(kind)
             except DuplicateCriterionError as exc:
                 raise DuplicateCriterionError(
                     f"{path}: hooks: module {project.hooks!r}: {exc}"
+                ) from None
+            except TypeError:
+                raise ProjectError(
+                    f"{origin}: CRITERIA[{index}]: {type(kind).__name__} is not a criterion "
+                    "kind (make one with soev_pipeline.criteria.Builtin)"
                 ) from None
         setup = getattr(module, "SETUP", None)
     if not suite_files:
@@ -189,7 +195,7 @@ def load(
     rubrics = _read_rubrics(path.parent, suites, params)
     corpus = None
     if project.corpus is not None:
-        corpus = load_corpus(path.parent / project.corpus)
+        corpus = load_corpus(inside(path.parent, project.corpus, field="corpus", source=path))
     if check_sealed:
         test_cases = [case for suite in suites for case in suite.cases if case.split == "test"]
         check_seal(path.parent, test_cases, allow_additions=allow_test_additions)
@@ -197,32 +203,24 @@ def load(
     return LoadedProject(path, project, registry, suites, setup, context, params)
 
 
-def _glob(directory: Path, pattern: str) -> tuple[Path, ...]:
-    return tuple(sorted(path for path in directory.glob(pattern) if path.is_file()))
+def _suite_files(entry: SuiteEntry, project_file: Path) -> list[Path]:
+    """The files a suite's glob finds in the project directory, in sorted order.
 
-
-@contextmanager
-def _on_path(directory: Path) -> Iterator[None]:
-    sys.path.insert(0, str(directory))
-    try:
-        yield
-    finally:
-        with suppress(ValueError):
-            sys.path.remove(str(directory))
-
-
-def _import_hooks(name: str, directory: Path) -> ModuleType:
-    """Import the hooks module `name` afresh from `directory`.
-
-    Any module of the same top-level name is dropped first, so a second project with a
-    module called `hooks`, or an edited hooks file, is never served from the import cache.
+    Raises:
+        ProjectError: the glob is absolute, or a file it finds lies outside the project
+            directory once symlinks are resolved.
     """
-    top = name.split(".")[0]
-    for loaded in [key for key in sys.modules if key == top or key.startswith(top + ".")]:
-        del sys.modules[loaded]
-    importlib.invalidate_caches()
-    with _on_path(directory):
-        return importlib.import_module(name)
+    directory = project_file.parent
+    field_name = f"suites: suite {entry.name!r}: files"
+    if Path(entry.files).is_absolute():
+        raise ProjectError(
+            f"{project_file}: {field_name}: {entry.files!r} is an absolute path; paths in a "
+            "project are relative to the project directory"
+        )
+    found = sorted(path for path in directory.glob(entry.files) if path.is_file())
+    for path in found:
+        inside(directory, path.relative_to(directory), field=field_name, source=project_file)
+    return found
 
 
 def _located(exc: ValidationError, raw: Any, file: Path) -> str:
@@ -255,17 +253,17 @@ def _load_suite(
     registry: CriterionRegistry,
     params: dict[tuple[str, int], BaseModel],
 ) -> Suite:
-    files = list(_glob(project_file.parent, entry.files))
+    files = _suite_files(entry, project_file)
     if not files:
         raise SuiteError(
             f"{project_file}: suites: suite {entry.name!r}: no file matches {entry.files!r}"
         )
     cases: list[Case] = []
     case_files: dict[str, Path] = {}
+    case_paths: list[Path] = []
     for file in files:
         try:
-            with file.open(encoding="utf-8") as stream:
-                raw = yaml.load(stream, Loader=SafeLoader)
+            raw = load_yaml(file)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             place = where(file, line=None if mark is None else mark.line + 1)
@@ -304,16 +302,16 @@ def _load_suite(
                     registry, spec, f"{place}: {field_name}"
                 )
             cases.append(case)
+            case_paths.append(file)
             case_files.setdefault(case.id, file)
-    return Suite(entry.name, tuple(files), tuple(cases), case_files)
+    return Suite(entry.name, tuple(files), tuple(cases), case_files, tuple(case_paths))
 
 
 def _check_unique_ids(suites: Sequence[Suite]) -> None:
     """Case and variant ids are unique across the project; a test case's id is not printed."""
     seen: dict[str, tuple[Path, str]] = {}
     for suite in suites:
-        for case in suite.cases:
-            file = suite.case_files.get(case.id, suite.files[0])
+        for case, file in zip(suite.cases, suite.case_paths, strict=True):
             for name in (case.id, *(variant.id for variant in case.variants)):
                 if name not in seen:
                     seen[name] = (file, case.split)
@@ -352,10 +350,13 @@ def _read_rubrics(
                 for reference in _referenced_files(params[(case.id, index)]):
                     if reference in texts:
                         continue
+                    file = suite.case_files.get(case.id, suite.files[0])
                     try:
-                        texts[reference] = (directory / reference).read_text(encoding="utf-8")
+                        target = inside(
+                            directory, reference, field=f"criteria[{index}]", source=file
+                        )
+                        texts[reference] = read_text(target)
                     except OSError as exc:
-                        file = suite.case_files.get(case.id, suite.files[0])
                         who = "a test case" if case.split == "test" else f"case {case.id!r}"
                         reason = exc.strerror or type(exc).__name__
                         raise OSError(

@@ -15,6 +15,8 @@ import yaml
 from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.core.models import Case
 
+from .files import load_yaml
+
 SEAL_FILE = "sealed-test.yaml"
 
 
@@ -24,10 +26,10 @@ def read_seal(directory: Path) -> dict[str, str] | None:
     if not path.exists():
         return None
     try:
-        with path.open(encoding="utf-8") as stream:
-            raw = yaml.safe_load(stream)
-    except yaml.YAMLError:
-        raise ProjectError(f"{path}: not valid YAML") from None
+        raw = load_yaml(path)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ProjectError(f"{path}: {problem}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(

@@ -1,0 +1,100 @@
+"""Reading the user's files safely: UTF-8, YAML without bombs or repeated keys, paths inside."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.project.files import MAX_YAML_VALUES, YAMLFileError, inside, load_yaml, read_text
+
+
+def _write(tmp_path: Path, text: str | bytes, name: str = "x.yaml") -> Path:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _bomb(levels: int) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_fast_and_small(tmp_path: Path) -> None:
+    path = _write(tmp_path, _bomb(9))
+    assert path.stat().st_size < 2000
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    with pytest.raises(YAMLFileError, match=f"more than {MAX_YAML_VALUES} values") as raised:
+        load_yaml(path)
+    assert time.monotonic() - started < 1.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB
+    assert raised.value.problem_mark is not None
+
+
+def test_modest_aliases_still_load(tmp_path: Path) -> None:
+    path = _write(tmp_path, "base: &c {kind: reply.contains, substrings: [a]}\nuse: [*c, *c]\n")
+    assert load_yaml(path)["use"][1] == {"kind": "reply.contains", "substrings": ["a"]}
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(yaml.YAMLError):
+        load_yaml(_write(tmp_path, "a: &a [1, *a]\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("input: a\nsplit: dev\ninput: b\n", 3), ("{a: 1, b: 2, a: 3}\n", 1)],
+    ids=["block", "flow"],
+)
+def test_a_repeated_key_is_refused_with_its_line(tmp_path: Path, text: str, line: int) -> None:
+    with pytest.raises(yaml.YAMLError) as raised:
+        load_yaml(_write(tmp_path, text))
+    assert "duplicate key 'a'" in str(raised.value) or "duplicate key 'input'" in str(raised.value)
+    assert raised.value.problem_mark.line + 1 == line  # type: ignore[attr-defined]
+
+
+def test_merge_keys_may_override(tmp_path: Path) -> None:
+    text = "base: &b {a: 1, b: 2}\nthis:\n  <<: *b\n  a: 3\n"
+    assert load_yaml(_write(tmp_path, text))["this"] == {"a": 3, "b": 2}
+
+
+def test_text_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    path = _write(tmp_path, b"name: caf\xe9\n")
+    with pytest.raises(YAMLFileError, match="byte 9: not UTF-8"):
+        load_yaml(path)
+    with pytest.raises(ProjectError, match=r"x.yaml: byte 9: not UTF-8"):
+        read_text(path)
+
+
+def test_an_empty_file_is_none(tmp_path: Path) -> None:
+    assert load_yaml(_write(tmp_path, "")) is None
+
+
+def test_paths_must_stay_inside_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "rubrics").mkdir(parents=True)
+    (project / "rubrics" / "ok.md").write_text("x", encoding="utf-8")
+    source = project / "project.yaml"
+    assert (
+        inside(project, "rubrics/ok.md", field="f", source=source)
+        == (project / "rubrics" / "ok.md").resolve()
+    )
+    with pytest.raises(ProjectError, match="leads outside the project directory"):
+        inside(project, "../secret.txt", field="corpus", source=source)
+    with pytest.raises(ProjectError, match="is an absolute path"):
+        inside(project, "/etc/passwd", field="corpus", source=source)
+    os.symlink("/etc/passwd", project / "rubrics" / "link.md")
+    with pytest.raises(ProjectError, match=r"project.yaml: criteria\[0\]: 'rubrics/link.md' leads"):
+        inside(project, "rubrics/link.md", field="criteria[0]", source=source)
