@@ -19,7 +19,7 @@ from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BUILTIN, check_reachable
 
-from .errors import EXIT_GATE, EXIT_OK
+from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK
 from .progress import TerminalProgress
 from .render import render_comparison, render_plan, render_report
 
@@ -48,36 +48,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     runtime = args.runtime or loaded.project.runtime
     if runtime in (None, BUILTIN):
         check_reachable(loaded)
+    archive = RunArchive(runs_dir, run_id)
+    if resume:
+        archive.manifest()
     progress = TerminalProgress(sys.stderr)
     progress.phase(f"run {run_id}")
     try:
-        launch.evaluate(
-            project,
-            run_id,
-            suites=args.suite,
-            split=args.split,
-            k=args.k,
-            runtime=args.runtime,
-            resume=resume,
-            progress=progress,
-        )
+        with archive.locked("resume" if resume else "run"):
+            launch.evaluate(
+                project,
+                run_id,
+                suites=args.suite,
+                split=args.split,
+                k=args.k,
+                runtime=args.runtime,
+                resume=resume,
+                progress=progress,
+                notice=_notice,
+            )
     except BaseException as exc:
         progress.close()
         if _interrupted(exc):
-            archive = RunArchive(runs_dir, run_id)
-            done = len(archive.completed()) if archive.exists() else 0
-            print(
-                f"\ninterrupted: {done} attempts are archived in {archive.path}; "
-                f"resume with: soev-evals run --resume {run_id}",
-                file=sys.stderr,
-            )
-            return 130
+            if archive.exists():
+                done = len(archive.completed())
+                print(
+                    f"\ninterrupted: {done} attempts are archived in {archive.path}; "
+                    f"resume with: soev-evals run --resume {run_id}",
+                    file=sys.stderr,
+                )
+            else:
+                print(
+                    "\ninterrupted before the run was archived; nothing to resume", file=sys.stderr
+                )
+            return EXIT_INTERRUPTED
         raise
     progress.close()
-    archive = RunArchive(runs_dir, run_id)
     sys.stdout.write(render_report(read_report(archive)))
     sys.stdout.write(f"archive: {archive.path}\n")
     return 0
+
+
+def _notice(text: str) -> None:
+    print(f"soev-evals: {text}", file=sys.stderr)
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -190,13 +202,15 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     archive.manifest()
     progress = TerminalProgress(sys.stderr)
     try:
-        launch.rescore(
-            project,
-            archive.run_id,
-            offline=args.offline,
-            runtime=args.runtime,
-            progress=progress,
-        )
+        with archive.locked("rescore"):
+            launch.rescore(
+                project,
+                archive.run_id,
+                offline=args.offline,
+                runtime=args.runtime,
+                progress=progress,
+                notice=_notice,
+            )
     finally:
         progress.close()
     sys.stdout.write(render_report(read_report(archive)))

@@ -145,11 +145,15 @@ def attempt(
     name = config.runtime or loaded.project.runtime
     session = runtime.session
     bindings = session.run(session.bindings(loaded, name, _operation(context), project.state))
-    prepared = prepare_run(
-        loaded, project.runs, run_id, selection, resume=config.resume, runtime=name or BUILTIN
-    )
-    progress.phase(f"{len(prepared.plan)} attempts to run")
-    stats = session.run(attempt_run(loaded, prepared, bindings, progress=progress.attempts))
+    archive = RunArchive(project.runs, run_id)
+    if config.resume:
+        archive.manifest()
+    with archive.locked("resume" if config.resume else "run"):
+        prepared = prepare_run(
+            loaded, project.runs, run_id, selection, resume=config.resume, runtime=name or BUILTIN
+        )
+        progress.phase(f"{len(prepared.plan)} attempts to run")
+        stats = session.run(attempt_run(loaded, prepared, bindings, progress=progress.attempts))
     manifest = prepared.manifest
     return dg.Output(
         EvidenceRef(run_id),
@@ -209,7 +213,8 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
                 progress=progress.graded,
             )
 
-        scoring_dir, summary = session.run(score())
+        with evidence.locked("rescore"):
+            scoring_dir, summary = session.run(score())
         metadata: dict[str, Any] = {
             "scoring": summary.scoring,
             "attempts": summary.attempts,
@@ -264,7 +269,8 @@ def report(
     compares it with the previous run.
     """
     archive = RunArchive(project.runs, verdicts.parent.parent.name)
-    built = aggregate_run(archive, verdicts, write=False)
+    with archive.locked("rescore"):
+        built = aggregate_run(archive, verdicts, write=False)
     if context.job_name == "evaluate":
         session = runtime.session
         session.run(_publish(session, project, config.runtime, archive, built))

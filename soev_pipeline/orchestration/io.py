@@ -42,6 +42,9 @@ class RunArchiveIOManager(dg.IOManager):
 
     def __init__(self, runs_dir: Path) -> None:
         self.runs_dir = runs_dir
+        self._written: dict[tuple[str, str], str] = {}
+        """The scoring each Dagster run's `grade` step wrote, by (Dagster run, partition):
+        the `aggregate` step of that run reads that scoring, not whichever is the latest."""
 
     def _archive(self, partition_key: str) -> RunArchive:
         return RunArchive(self.runs_dir, partition_key)
@@ -54,6 +57,7 @@ class RunArchiveIOManager(dg.IOManager):
         elif isinstance(obj, ScoringRef):
             if not (archive.scorings_path / obj.scoring).is_dir():
                 raise ProjectError(f"{archive.path}: scoring {obj.scoring} was not written")
+            self._written[(context.run_id, context.partition_key)] = obj.scoring
         elif isinstance(obj, Report):
             write_report(archive.scorings_path / obj.scoring.scoring, obj)
         else:
@@ -68,6 +72,10 @@ class RunArchiveIOManager(dg.IOManager):
         if name == "evidence":
             return archive
         if name == "verdicts":
+            if upstream is not None:
+                written = self._written.pop((upstream.run_id, context.partition_key), None)
+                if written is not None:
+                    return archive.scorings_path / written
             scorings = archive.scorings()
             if not scorings:
                 raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring")

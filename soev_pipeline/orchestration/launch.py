@@ -7,7 +7,8 @@ go in its run history, so a run started here shows in `dagster dev` and the othe
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import socket
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,6 +22,8 @@ from .jobs import EVALUATE, LOAD_SUITES, RESCORE
 from .resources import Progress, SoevProject
 
 QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+LAUNCHED_BY, PID, HOST = "soev/launched_by", "soev/pid", "soev/host"
+Notice = Callable[[str], None]
 
 
 @contextmanager
@@ -41,6 +44,52 @@ def project_instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
             os.environ.pop("DAGSTER_HOME", None)
         else:
             os.environ["DAGSTER_HOME"] = previous
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> int:
+    """Mark the CLI's runs whose process is gone (killed with kill -9, say) as failed.
+
+    Such a run stays STARTED in Dagster forever otherwise. Only runs started by the CLI on
+    this host are judged, by the process id they recorded; the archive keeps their
+    evidence, and `soev-evals run --resume` goes on with them.
+    """
+    host = socket.gethostname()
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED], tags={LAUNCHED_BY: "cli", HOST: host}
+        )
+    )
+    failed = 0
+    for record in records:
+        run = record.dagster_run
+        pid = run.tags.get(PID, "")
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            instance.report_run_failed(
+                run, f"the soev-evals process {pid} that ran it is gone; resume the run instead"
+            )
+            failed += 1
+    return failed
+
+
+def _report_orphans(instance: dg.DagsterInstance, notice: Notice | None) -> None:
+    failed = fail_orphaned_runs(instance)
+    if failed and notice is not None:
+        noun = "run" if failed == 1 else "runs"
+        notice(f"marked {failed} Dagster {noun} whose soev-evals process is gone as failed")
+
+
+def _tags(**extra: str) -> dict[str, str]:
+    return {LAUNCHED_BY: "cli", PID: str(os.getpid()), HOST: socket.gethostname(), **extra}
 
 
 def _changed_suites(
@@ -78,6 +127,7 @@ def evaluate(
     runtime: str | None,
     resume: bool,
     progress: Progress | None = None,
+    notice: Notice | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Load the selected suites, then run `evaluate` on the run's partition.
 
@@ -86,6 +136,7 @@ def evaluate(
     defs = build_definitions(project, progress=progress)
     names = list(suites) or [suite.name for suite in project.loaded.suites]
     with project_instance(project.paths) as instance:
+        _report_orphans(instance, notice)
         load_suites = defs.resolve_job_def(LOAD_SUITES)
         for name in _changed_suites(instance, project, names):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
@@ -109,7 +160,7 @@ def evaluate(
             instance=instance,
             partition_key=run_id,
             run_config=run_config,
-            tags={"soev/launched_by": "cli"},
+            tags=_tags(),
         )
 
 
@@ -120,10 +171,12 @@ def rescore(
     offline: bool,
     runtime: str | None,
     progress: Progress | None = None,
+    notice: Notice | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Re-materialize `verdicts` and `report` of a run from its archived evidence."""
     defs = build_definitions(project, progress=progress)
     with project_instance(project.paths) as instance:
+        _report_orphans(instance, notice)
         _ensure_partition(instance, run_id)
         run_config = {
             **QUIET,
@@ -133,5 +186,5 @@ def rescore(
             instance=instance,
             partition_key=run_id,
             run_config=run_config,
-            tags={"soev/launched_by": "cli", "soev/offline": str(offline).lower()},
+            tags=_tags(**{"soev/offline": str(offline).lower()}),
         )

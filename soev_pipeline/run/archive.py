@@ -5,6 +5,7 @@
     runs/<run_id>/scorings/<NNNN>/verdicts.jsonl
     runs/<run_id>/scorings/<NNNN>/report.json
     runs/<run_id>/scorings/<NNNN>/scoring.json
+    runs/<run_id>/lock                         who holds the run (see `run_lock`)
 
 Evidence is streamed: written a line at a time and flushed, read a line at a time. A rescore
 adds a scoring and keeps the earlier ones; the report of a run is that of its latest scoring.
@@ -12,10 +13,14 @@ adds a scoring and keeps the earlier ones; the report of a run is that of its la
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import socket
+import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +39,7 @@ SCORINGS = "scorings"
 VERDICTS = "verdicts.jsonl"
 REPORT = "report.json"
 SCORING = "scoring.json"
+LOCK = "lock"
 
 
 def check_run_id(run_id: str) -> str:
@@ -52,31 +58,50 @@ def new_run_id(now: datetime | None = None) -> str:
     return now.strftime("%Y%m%dt%H%M%S.") + f"{now.microsecond // 1000:03d}z"
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Give an `OSError` without a file name (a full disk on write, say) the name of `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
 def write_json_atomically(path: Path, value: Any) -> None:
     """Write `value` as indented JSON to `path` through a temporary file and a rename."""
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    with naming(path):
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
 
 
 class EvidenceWriter:
     """Appends evidence lines, flushing each, so a crash loses at most the attempt in flight."""
 
     def __init__(self, path: Path) -> None:
-        _drop_partial_last_line(path)
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self.path = path
+        with naming(path):
+            drop_broken_last_line(path)
+            self._file: IO[str] = path.open("a", encoding="utf-8")
         self.written = 0
 
     def append(self, evidence: Evidence) -> None:
-        self._file.write(evidence.model_dump_json() + "\n")
-        self._file.flush()
+        with naming(self.path):
+            self._file.write(evidence.model_dump_json() + "\n")
+            self._file.flush()
         self.written += 1
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            with naming(self.path):
+                try:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                finally:
+                    self._file.close()
 
     def __enter__(self) -> EvidenceWriter:
         return self
@@ -85,27 +110,120 @@ class EvidenceWriter:
         self.close()
 
 
-def _drop_partial_last_line(path: Path) -> None:
-    """Cut a last line that a crash left without its newline, so appends start clean."""
+def _parses(line: bytes) -> bool:
+    try:
+        Evidence.model_validate_json(line)
+    except ValidationError:
+        return False
+    return True
+
+
+def drop_broken_last_line(path: Path) -> None:
+    """Cut a last line that a crash left cut short, or that does not decode or parse.
+
+    So appends start clean after a crash. Only the last line is looked at: a broken line
+    in the middle is an error that reading reports (see `RunArchive.iter_evidence`).
+    """
     if not path.exists() or path.stat().st_size == 0:
         return
     with path.open("rb+") as file:
-        file.seek(-1, os.SEEK_END)
-        if file.read(1) == b"\n":
-            return
         size = file.seek(0, os.SEEK_END)
-        position = size
+        end = size
+        file.seek(size - 1)
+        if file.read(1) == b"\n":
+            end = size - 1
+        position, start = end, 0
         block = 65536
         while position > 0:
-            start = max(0, position - block)
-            file.seek(start)
-            chunk = file.read(position - start)
-            newline = chunk.rfind(b"\n")
+            low = max(0, position - block)
+            file.seek(low)
+            newline = file.read(position - low).rfind(b"\n")
             if newline != -1:
-                file.truncate(start + newline + 1)
-                return
-            position = start
-        file.truncate(0)
+                start = low + newline + 1
+                break
+            position = low
+        file.seek(start)
+        last = file.read(size - start)
+        if last.endswith(b"\n") and (not last.strip() or _parses(last)):
+            return
+        file.truncate(start)
+
+
+class RunLockedError(ProjectError):
+    """Another command works on the run: a run, a resume or a rescore of it."""
+
+
+_HELD: dict[Path, list[Any]] = {}
+_GUARD = threading.Lock()
+
+
+def _holder(file: IO[str]) -> str:
+    file.seek(0)
+    try:
+        raw = json.loads(file.read(4096) or "{}")
+    except ValueError:
+        raw = {}
+    if not isinstance(raw, dict) or "pid" not in raw:
+        return "another command"
+    return (
+        f"soev-evals {raw.get('purpose', '?')} (pid {raw['pid']} on {raw.get('host', '?')}, "
+        f"since {raw.get('since', '?')})"
+    )
+
+
+@contextmanager
+def run_lock(run_dir: Path, purpose: str) -> Iterator[None]:
+    """Hold the run's exclusive lock while the block runs; the OS drops it if the process dies.
+
+    The lock is `fcntl.flock` on `<run>/lock`, which records who holds it. It is
+    re-entrant within one process, so a command that holds it can run Dagster steps that
+    take it too; another process gets `RunLockedError` at once.
+
+    Raises:
+        RunLockedError: another process holds the lock; the message says who.
+    """
+    key = run_dir.resolve()
+    with _GUARD:
+        entry = _HELD.get(key)
+        if entry is not None:
+            entry[1] += 1
+        else:
+            with naming(run_dir / LOCK):
+                run_dir.mkdir(parents=True, exist_ok=True)
+                file = (run_dir / LOCK).open("a+", encoding="utf-8")
+            try:
+                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(file)
+                file.close()
+                raise RunLockedError(
+                    f"{run_dir}: run {run_dir.name!r} is in use by {holder}; "
+                    "wait for it to end, then try again"
+                ) from None
+            file.seek(0)
+            file.truncate()
+            file.write(
+                json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "purpose": purpose,
+                        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                    }
+                )
+            )
+            file.flush()
+            _HELD[key] = [file, 1]
+    try:
+        yield
+    finally:
+        with _GUARD:
+            entry = _HELD[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _HELD[key]
+                fcntl.flock(entry[0].fileno(), fcntl.LOCK_UN)
+                entry[0].close()
 
 
 class RunArchive:
@@ -126,6 +244,10 @@ class RunArchive:
 
     def exists(self) -> bool:
         return self.manifest_path.exists()
+
+    def locked(self, purpose: str) -> AbstractContextManager[None]:
+        """The run's exclusive lock (see `run_lock`), for `purpose`: run, resume or rescore."""
+        return run_lock(self.path, purpose)
 
     def create(self, manifest: Manifest) -> None:
         """Make the run's folder and write its manifest. Raises when the run exists."""
@@ -152,26 +274,42 @@ class RunArchive:
     def iter_evidence(self) -> Iterator[Evidence]:
         """Yield the archived evidence a line at a time.
 
-        A line that does not parse (the last line cut short by a crash) is skipped, never
-        fatal. When an attempt appears twice, both are yielded; `latest_evidence` keeps one.
+        The last line is skipped when it does not decode or parse (a crash cut it short),
+        never fatal (SPEC.md section 7). A broken line with lines after it is damage, not a
+        crash: it stops the reading with an error that names its line number. When an
+        attempt appears twice, both are yielded.
+
+        Raises:
+            ProjectError: a line other than the last is not valid evidence.
         """
         if not self.evidence_path.exists():
             return
-        with self.evidence_path.open(encoding="utf-8") as lines:
-            for line in lines:
-                if not line.endswith("\n") or not line.strip():
+        broken: int | None = None
+        with naming(self.evidence_path), self.evidence_path.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if broken is not None:
+                    raise ProjectError(
+                        f"{self.evidence_path}: line {broken}: not a valid evidence line "
+                        "(only a last line cut short by a crash is skipped)"
+                    )
+                if not line.strip():
+                    continue
+                if not line.endswith(b"\n"):
+                    broken = number
                     continue
                 try:
-                    yield Evidence.model_validate_json(line)
+                    evidence = Evidence.model_validate_json(line)
                 except ValidationError:
+                    broken = number
                     continue
+                yield evidence
 
     def count_evidence(self) -> int:
         """The number of complete evidence lines, without parsing them (for progress)."""
         if not self.evidence_path.exists():
             return 0
-        with self.evidence_path.open(encoding="utf-8") as lines:
-            return sum(1 for line in lines if line.endswith("\n") and line.strip())
+        with naming(self.evidence_path), self.evidence_path.open("rb") as lines:
+            return sum(1 for line in lines if line.endswith(b"\n") and line.strip())
 
     def completed(self) -> set[tuple[str, int]]:
         """The (case id, attempt) pairs that have evidence."""

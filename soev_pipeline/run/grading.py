@@ -11,7 +11,7 @@ from soev_pipeline.core.models import STATUSES, Case, Evidence, Status
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.project import LoadedProject
 
-from .archive import SCORING, VERDICTS, write_json_atomically
+from .archive import SCORING, VERDICTS, naming, write_json_atomically
 from .results import GradedAttempt, GradingSummary
 from .scoring import score_attempt
 
@@ -73,7 +73,8 @@ async def grade_evidence(
     statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
     source = _unique(evidence)
     done = skipped = 0
-    with (scoring_dir / VERDICTS).open("w", encoding="utf-8") as out:
+    path = scoring_dir / VERDICTS
+    with naming(path), path.open("w", encoding="utf-8") as out:
 
         async def worker() -> None:
             nonlocal done, skipped
@@ -90,9 +91,12 @@ async def grade_evidence(
                 if progress is not None:
                     progress(done, total)
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(max(1, concurrency)):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(max(1, concurrency)):
+                    group.create_task(worker())
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None
     summary = GradingSummary(
         scoring=scoring_dir.name,
         created_at=created_at,
