@@ -25,6 +25,7 @@ from soev_pipeline import __version__
 from .env import UnsetVariableError, expand_env
 from .errors import SoevError
 from .project import JudgeConfig, SystemConfig
+from .secrets import register_secret
 
 USER_AGENT = f"soev-pipeline/{__version__}"
 CONNECT_TIMEOUT_S = 10.0
@@ -60,6 +61,8 @@ def request_headers(
     for name, value in config.headers.items():
         try:
             headers[name] = expand_env(value)
+            if headers[name] != value:
+                register_secret(headers[name])
         except UnsetVariableError as exc:
             raise error(
                 f"{section}.headers[{name!r}] uses ${{{exc.name}}}, but the environment "
@@ -72,6 +75,7 @@ def request_headers(
                 f"{section}.api_key_env names {config.api_key_env!r}, but that environment "
                 "variable is not set"
             )
+        register_secret(token)
         headers["Authorization"] = f"Bearer {token}"
     return headers
 

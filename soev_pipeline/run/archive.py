@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Evidence
+from soev_pipeline.core.secrets import redact
 
 from .manifest import Manifest
 
@@ -72,7 +73,7 @@ def naming(path: Path) -> Iterator[None]:
 def write_json_atomically(path: Path, value: Any) -> None:
     """Write `value` as indented JSON to `path` through a temporary file and a rename."""
     temporary = path.with_name(path.name + ".tmp")
-    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    text = redact(json.dumps(value, indent=2, ensure_ascii=False)) + "\n"
     with naming(path):
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)
@@ -90,7 +91,7 @@ class EvidenceWriter:
 
     def append(self, evidence: Evidence) -> None:
         with naming(self.path):
-            self._file.write(evidence.model_dump_json() + "\n")
+            self._file.write(redact(evidence.model_dump_json()) + "\n")
             self._file.flush()
         self.written += 1
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from soev_pipeline.core.models import STATUSES, Case, Evidence, Status
 from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.core.secrets import redact
 from soev_pipeline.project import LoadedProject
 
 from .archive import SCORING, VERDICTS, naming, write_json_atomically
@@ -84,7 +85,7 @@ async def grade_evidence(
                     skipped += 1
                     continue
                 graded = await grade_attempt(loaded, case, item, ctx)
-                out.write(graded.model_dump_json() + "\n")
+                out.write(redact(graded.model_dump_json()) + "\n")
                 done += 1
                 for verdict in graded.verdicts:
                     statuses[verdict.status] += 1
