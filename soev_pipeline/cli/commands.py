@@ -19,7 +19,7 @@ from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BUILTIN, check_reachable
 
-from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK
+from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, interrupted
 from .progress import TerminalProgress
 from .render import render_comparison, render_plan, render_report
 
@@ -68,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
     except BaseException as exc:
         progress.close()
-        if _interrupted(exc):
+        if interrupted(exc):
             if archive.exists():
                 done = len(archive.completed())
                 print(
@@ -90,12 +90,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _notice(text: str) -> None:
     print(f"soev-evals: {text}", file=sys.stderr)
-
-
-def _interrupted(exc: BaseException) -> bool:
-    if isinstance(exc, KeyboardInterrupt):
-        return True
-    return type(exc).__name__ in {"DagsterExecutionInterruptedError", "CancelledError"}
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -19,6 +19,16 @@ EXIT_GATE = 3
 EXIT_INTERRUPTED = 130
 
 
+_INTERRUPTIONS = frozenset(
+    {"KeyboardInterrupt", "DagsterExecutionInterruptedError", "CancelledError"}
+)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is Ctrl-C, as it reaches us directly or through Dagster or asyncio."""
+    return type(exc).__name__ in _INTERRUPTIONS
+
+
 def is_user_error(exc: BaseException) -> bool:
     """Whether `exc` is about the user's files or systems, not a bug of ours."""
     return isinstance(exc, SoevError | ValidationError | yaml.YAMLError | OSError | ImportError)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import NoReturn
 from soev_pipeline import __version__
 from soev_pipeline.core.secrets import redact
 
-from .errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe_error
+from .errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe_error, interrupted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -201,22 +203,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+def _quiet_thread_interrupts(hook: threading.ExceptHookArgs) -> None:
+    """Threads (Dagster's, the runtime loop's) end silently on an interruption."""
+    if hook.exc_value is not None and interrupted(hook.exc_value):
+        return
+    threading.__excepthook__(hook)
+
+
+def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> int:
+    """Run the command line; return the exit status.
+
+    Ctrl-C at any moment ends the command with one line and exit status 130.
+    `restore_sigint` gives Ctrl-C back to Python once the console script's start-up guard
+    (`soev_pipeline._console`) is no longer needed.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    threading.excepthook = _quiet_thread_interrupts
     try:
+        if restore_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         from . import commands
 
         handler = getattr(commands, "cmd_" + args.command.replace("-", "_"))
         status: int = handler(args)
         return status
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
+        if interrupted(exc):
+            print("\ninterrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if args.debug:
             traceback.print_exc()
         message, status = describe_error(exc, args)
@@ -226,14 +243,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
 
 
-def run() -> NoReturn:
+def run(*, restore_sigint: bool = False) -> NoReturn:
     """The `soev-evals` console script: `main`, then a prompt exit.
 
     Once the command's output is flushed and its files are closed, tearing down the
     interpreter's modules and objects only costs time (most of a second after a large
     run), so the process ends without it.
     """
-    status = main()
+    status = main(restore_sigint=restore_sigint)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
