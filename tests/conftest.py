@@ -1,18 +1,20 @@
-"""Shared fixtures: a small project written to SPEC.md, against a scripted system on 127.0.0.1."""
+"""Shared fixtures: a small project written to SPEC.md and its fake system on 127.0.0.1, the
+session's own Dagster instance folder, and the language detector, whose model loads slowly.
+
+`SECRET` (from tests/support/project.py) sits in the test cases of this project and of the
+SPEC project: the e2e tests check that it reaches no output, report or Dagster event log."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.support.scripted_system import Reply, ScriptedSystem
-
-SECRET = "GEHEIM-MARKER-7f3a"
-"""Planted in a test-split case: it must never reach output, logs, reports or metadata."""
+from soev_pipeline.judges import LangidDetector
+from tests.support.project import SECRET
+from tests.support.thread_api import FakeThreadAPI, Reply
 
 
 def legal_script(text: str, history: list[str]) -> Reply:
@@ -26,7 +28,7 @@ def legal_script(text: str, history: list[str]) -> Reply:
             refs=["BWBR0005537/artikel-6:7/lid-1"],
         )
     if "storing" in lowered:
-        return Reply("", fail="service_unavailable")
+        return Reply(failure="service_unavailable")
     return Reply("Die vraag valt buiten wat ik kan beantwoorden.")
 
 
@@ -110,18 +112,32 @@ def write_project(directory: Path, base_url: str, **overrides: object) -> Path:
 
 
 @pytest.fixture
-def system() -> Iterator[ScriptedSystem]:
-    with ScriptedSystem(legal_script) as running:
+def system() -> Iterator[FakeThreadAPI]:
+    """The system under test of the small project: answers as `legal_script` says."""
+    with FakeThreadAPI(legal_script) as running:
         yield running
 
 
 @pytest.fixture
-def project_path(tmp_path: Path, system: ScriptedSystem) -> Path:
+def project_path(tmp_path: Path, system: FakeThreadAPI) -> Path:
     return write_project(tmp_path / "project", system.url)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets its own Dagster instance folder, never the user's."""
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
-    os.makedirs(tmp_path / "dagster-home", exist_ok=True)
+@pytest.fixture(scope="session", autouse=True)
+def _dagster_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The Dagster instance folder of every command of the session, never the user's."""
+    home = tmp_path_factory.mktemp("dagster-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(home))
+        yield home
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def detector() -> LangidDetector:
+    """The built-in language detector, shared: loading its model takes half a second."""
+    return LangidDetector()

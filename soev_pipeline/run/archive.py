@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -223,6 +223,11 @@ def run_lock(run_dir: Path, purpose: str) -> Iterator[None]:
             entry[1] -= 1
             if entry[1] == 0:
                 del _HELD[key]
+                if not (run_dir / MANIFEST).exists():
+                    # refused before it was archived: leave no folder behind
+                    with suppress(OSError):
+                        (run_dir / LOCK).unlink()
+                        run_dir.rmdir()
                 fcntl.flock(entry[0].fileno(), fcntl.LOCK_UN)
                 entry[0].close()
 

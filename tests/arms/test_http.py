@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from typing import Any
 
 import pytest
 
 from soev_pipeline.arms import RetryPolicy, create_http_client, retry_after_seconds
 from soev_pipeline.core.errors import ArmError
+from tests.support.builders import system_config
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_client_joins_paths_under_the_base_url(kit: Any) -> None:
-    config = kit.system_for("http://127.0.0.1:9/soev", timeout_s=30, concurrency=5)
+async def test_the_client_joins_paths_under_the_base_url() -> None:
+    config = system_config("http://127.0.0.1:9/soev", timeout_s=30, concurrency=5)
     async with create_http_client(config) as http:
         request = http.build_request("POST", "v1/chat/threads")
         assert str(request.url) == "http://127.0.0.1:9/soev/v1/chat/threads"
@@ -24,17 +24,17 @@ async def test_the_client_joins_paths_under_the_base_url(kit: Any) -> None:
         assert "authorization" not in http.headers
 
 
-async def test_a_short_turn_timeout_also_shortens_the_connect_timeout(kit: Any) -> None:
-    async with create_http_client(kit.system_for("http://127.0.0.1:9/", timeout_s=2)) as http:
+async def test_a_short_turn_timeout_also_shortens_the_connect_timeout() -> None:
+    async with create_http_client(system_config("http://127.0.0.1:9/", timeout_s=2)) as http:
         assert (http.timeout.connect, http.timeout.read) == (2.0, 2.0)
 
 
 async def test_the_bearer_token_and_headers_come_from_the_environment(
-    kit: Any, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("TOKEN_VAR", "abc")
     monkeypatch.setenv("SUBJECT", "svc")
-    config = kit.system_for(
+    config = system_config(
         "http://127.0.0.1:9/",
         api_key_env="TOKEN_VAR",
         headers={"X-Soev-Subject": "${SUBJECT}:${SUBJECT}", "X-Plain": "$HOME {x}"},
@@ -45,20 +45,18 @@ async def test_the_bearer_token_and_headers_come_from_the_environment(
         assert http.headers["x-plain"] == "$HOME {x}"
 
 
-def test_an_unset_token_variable_is_an_arm_error_naming_it(
-    kit: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_unset_token_variable_is_an_arm_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
-    config = kit.system_for("http://127.0.0.1:9/", api_key_env="NO_SUCH_TOKEN")
+    config = system_config("http://127.0.0.1:9/", api_key_env="NO_SUCH_TOKEN")
     with pytest.raises(ArmError, match="'NO_SUCH_TOKEN'"):
         create_http_client(config)
 
 
 def test_an_unset_header_variable_is_an_arm_error_naming_it(
-    kit: Any, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("NO_SUCH_HEADER_VAR", raising=False)
-    config = kit.system_for("http://127.0.0.1:9/", headers={"X-A": "${NO_SUCH_HEADER_VAR}"})
+    config = system_config("http://127.0.0.1:9/", headers={"X-A": "${NO_SUCH_HEADER_VAR}"})
     with pytest.raises(ArmError, match=r"X-A.*'NO_SUCH_HEADER_VAR'"):
         create_http_client(config)
 

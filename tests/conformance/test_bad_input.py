@@ -1,19 +1,25 @@
-"""Bad input: each gives one line naming the file, the case and the field, exit 1, no
-traceback, no test case content, and loses nothing already archived (SPEC.md sections 2-4,
-7, 8; the cli reference)."""
+"""Bad input through the CLI (SPEC.md sections 2-4, 7 and 8): each class of mistake gives one
+line naming the file, the case and the field, exit status 1 (2 for a usage error), no
+traceback and no test case content; it asks the system nothing and loses nothing archived.
+
+Each test works on a `copy` of the baseline project, whose finished run `b1` must survive.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conformance.conftest import CLI, Baseline
-from tests.conformance.support import SECRET, TEST_IDS, FakeThreadSystem, edit_yaml, snapshot
+from tests.support.cli import Result, invoke
+from tests.support.project import RUBRIC, edit_yaml, snapshot
+from tests.support.thread_api import FakeThreadAPI
+
+pytestmark = pytest.mark.e2e
 
 
 def kern(project: Path) -> Path:
@@ -24,18 +30,20 @@ def privacy(project: Path) -> Path:
     return project.parent / "suites" / "privacy" / "persoonsgegevens.yaml"
 
 
-def case_of(data: dict, case_id: str) -> dict:
+def case_of(data: dict[str, Any], case_id: str) -> dict[str, Any]:
     return next(case for case in data["cases"] if case["id"] == case_id)
 
 
-def edit_case(path_of: Callable[[Path], Path], case_id: str, change: Callable[[dict], None]):
+def edit_case(
+    path_of: Callable[[Path], Path], case_id: str, change: Callable[[dict[str, Any]], None]
+) -> Callable[[Path], None]:
     def apply(project: Path) -> None:
         edit_yaml(path_of(project), lambda data: change(case_of(data, case_id)))
 
     return apply
 
 
-def append_corpus(line: str):
+def append_corpus(line: str) -> Callable[[Path], None]:
     def apply(project: Path) -> None:
         with (project.parent / "corpus.jsonl").open("a") as stream:
             stream.write(line + "\n")
@@ -43,16 +51,16 @@ def append_corpus(line: str):
     return apply
 
 
-def write(relative: str, text: str):
+def write(relative: str, text: str) -> Callable[[Path], None]:
     def apply(project: Path) -> None:
         (project.parent / relative).write_text(text)
 
     return apply
 
 
-def set_key(*path: str, value: object):
+def set_key(*path: str, value: object) -> Callable[[Path], None]:
     def apply(project: Path) -> None:
-        def change(data: dict) -> None:
+        def change(data: dict[str, Any]) -> None:
             target = data
             for key in path[:-1]:
                 target = target[key]
@@ -210,7 +218,7 @@ CASES = [
                 }
             ),
         ),
-        ("rubrics/weg.md",),
+        ("rubrics/weg.md", "awb.yaml", "kern-001"),
     ),
     Bad(
         "duplicate case id across suites",
@@ -227,7 +235,7 @@ CASES = [
     Bad(
         "suite glob matches nothing",
         lambda p: edit_yaml(p, lambda d: d["suites"][1].update(files="suites/leeg/*.yaml")),
-        ("privacy", "suites/leeg/*.yaml"),
+        ("project.yaml", "privacy", "suites/leeg/*.yaml"),
     ),
     Bad(
         "suite YAML syntax",
@@ -266,43 +274,53 @@ CASES = [
 ]
 
 
+@dataclass
+class Archive:
+    """The copy's finished run as it was before the bad command, and the copy's system."""
+
+    run: Path
+    files: dict[str, bytes]
+    system: FakeThreadAPI
+
+    def assert_kept(self) -> None:
+        assert snapshot(self.run) == self.files
+        assert self.system.requests == []  # the input is checked before any attempt
+        assert not (self.run.parent / "r1" / "manifest.json").exists()
+
+
 @pytest.fixture
-def archived(project: Path, baseline: Baseline) -> Path:
-    """An earlier run of the project, copied into its runs folder."""
-    target = project.parent / "runs" / "r0"
-    shutil.copytree(baseline.run, target)
-    return target
+def archive(copy: Path, system: FakeThreadAPI) -> Archive:
+    run = copy.parent / "runs" / "b1"
+    return Archive(run, snapshot(run), system)
+
+
+def refused(result: Result, *mentions: str) -> str:
+    """The one-line error of a command that stopped with status 1, naming `mentions`."""
+    assert result.status == 1, result.text
+    line = result.error_line()
+    for mention in mentions:
+        assert mention in line, f"{mention!r} not in {line!r}"
+    result.assert_no_test_content()
+    return line
 
 
 @pytest.mark.parametrize("bad", CASES, ids=[bad.name for bad in CASES])
-@pytest.mark.parametrize("command", ["run", "rescore"])
-def test_bad_input_gives_one_line_and_keeps_the_archive(
-    project: Path, archived: Path, cli: CLI, bad: Bad, command: str, system: FakeThreadSystem
-) -> None:
-    before = snapshot(archived)
-    bad.apply(project)
-    args = ("run", "--run-id", "r1") if command == "run" else ("rescore", "r0")
-    result = cli(*args, "--project", project)
-    assert result.status == 1, result.text
-    line = result.error_line()
-    for mention in bad.mentions:
-        assert mention in line, f"{mention!r} not in {line!r}"
-    result.assert_no_test_content()
-    assert system.requests == []  # validated before any attempt runs
-    assert snapshot(archived) == before
-    assert not (project.parent / "runs" / "r1").exists() or not any(
-        (project.parent / "runs" / "r1").iterdir()
-    )
+def test_bad_input_stops_a_run_with_one_line(copy: Path, archive: Archive, bad: Bad) -> None:
+    bad.apply(copy)
+    refused(invoke("run", "--project", copy, "--run-id", "r1"), *bad.mentions)
+    archive.assert_kept()
+
+
+def test_bad_input_stops_a_rescore_before_it_touches_the_run(copy: Path, archive: Archive) -> None:
+    set_key("sytem", value={"a": 1})(copy)
+    refused(invoke("rescore", "b1", "--project", copy), "project.yaml", "sytem")
+    archive.assert_kept()
 
 
 TEST_CASE_PROBLEMS = [
+    Bad("unknown key", edit_case(kern, "kern-t01", lambda c: c.update(vraag="x")), ("awb.yaml",)),
     Bad(
-        "unknown key in a test case",
-        edit_case(kern, "kern-t01", lambda c: c.update(vraag="x")),
-        ("awb.yaml",),
-    ),
-    Bad(
-        "bad parameter in a test case",
+        "bad parameter",
         edit_case(
             kern,
             "kern-t01",
@@ -311,60 +329,32 @@ TEST_CASE_PROBLEMS = [
         ("awb.yaml",),
     ),
     Bad(
-        "unknown kind in a test case",
+        "unknown kind",
         edit_case(kern, "kern-t01", lambda c: c["criteria"].append({"kind": "geheim.soort"})),
         ("awb.yaml",),
     ),
-    Bad(
-        "duplicate id of a test case",
-        edit_case(privacy, "priv-t01", lambda c: c.update(id="kern-t01")),
-        (),
-    ),
+    Bad("duplicate id", edit_case(privacy, "priv-t01", lambda c: c.update(id="kern-t01")), ()),
 ]
 
 
 @pytest.mark.parametrize("bad", TEST_CASE_PROBLEMS, ids=[bad.name for bad in TEST_CASE_PROBLEMS])
-def test_a_bad_test_case_is_reported_without_its_content(project: Path, cli: CLI, bad: Bad) -> None:
-    bad.apply(project)
-    result = cli("run", "--project", project, "--run-id", "r1")
-    assert result.status == 1
-    line = result.error_line()
-    for mention in bad.mentions:
-        assert mention in line
-    assert SECRET not in result.text
-    for case_id in TEST_IDS:
-        assert case_id not in result.text
+def test_a_bad_test_case_is_reported_without_its_content(copy: Path, bad: Bad) -> None:
+    bad.apply(copy)
+    refused(invoke("run", "--project", copy, "--run-id", "r1"), *bad.mentions)
 
 
-def test_missing_project_file(tmp_path: Path, cli: CLI) -> None:
-    result = cli("run", "--project", tmp_path / "nergens" / "project.yaml")
-    assert result.status == 1
-    assert "project.yaml" in result.error_line()
+def test_a_missing_project_file(tmp_path: Path) -> None:
+    result = invoke("run", "--project", tmp_path / "nergens" / "project.yaml")
+    refused(result, "project.yaml", "no such project file")
 
 
-def test_unreachable_system_is_one_line_naming_the_place(
-    project: Path, archived: Path, cli: CLI
+def test_an_unreachable_system_stops_a_resume_and_keeps_the_evidence(
+    copy: Path, archive: Archive
 ) -> None:
-    before = snapshot(archived)
-    edit_yaml(project, lambda d: d["system"].update(base_url="http://127.0.0.1:9/"))
-    result = cli("run", "--project", project, "--run-id", "r1")
-    assert result.status == 1
-    line = result.error_line()
-    assert "project.yaml" in line and "base_url" in line
-    assert snapshot(archived) == before
-
-
-def test_resume_against_an_unreachable_system_keeps_the_evidence(
-    project: Path, archived: Path, cli: CLI
-) -> None:
-    lines = (archived / "evidence.jsonl").read_text().splitlines(keepends=True)
-    (archived / "evidence.jsonl").write_text("".join(lines[:3]))
-    before = snapshot(archived)
-    edit_yaml(project, lambda d: d["system"].update(base_url="http://127.0.0.1:9/"))
-    result = cli("run", "--project", project, "--resume", "r0")
-    assert result.status == 1
-    result.error_line()
-    assert snapshot(archived) == before
+    edit_yaml(copy, lambda data: data["system"].update(base_url="http://127.0.0.1:9/"))
+    result = invoke("run", "--project", copy, "--resume", "b1")
+    refused(result, "project.yaml", "system.base_url: cannot reach http://127.0.0.1:9/")
+    archive.assert_kept()
 
 
 UNSET_VARIABLES = {
@@ -375,93 +365,65 @@ UNSET_VARIABLES = {
 
 
 @pytest.mark.parametrize("where", sorted(UNSET_VARIABLES))
-def test_an_unset_variable_is_one_line_naming_it(project: Path, cli: CLI, where: str) -> None:
-    edit_yaml(project, UNSET_VARIABLES[where])
-    result = cli("run", "--project", project, "--run-id", "r1", "--suite", "privacy")
-    assert result.status == 1
-    line = result.error_line()
-    assert "NIET_GEZET" in line and where.split(".")[0] in line
-
-
-@pytest.mark.parametrize("where", sorted(UNSET_VARIABLES))
-def test_an_unset_variable_names_the_project_file(project: Path, cli: CLI, where: str) -> None:
-    edit_yaml(project, UNSET_VARIABLES[where])
-    result = cli("run", "--project", project, "--run-id", "r1", "--suite", "privacy")
-    assert result.status == 1
-    assert "project.yaml" in result.error_line()
-
-
-@pytest.mark.parametrize("where", sorted(UNSET_VARIABLES))
-def test_a_run_stopped_by_an_unset_variable_leaves_no_run(
-    project: Path, cli: CLI, where: str, monkeypatch: pytest.MonkeyPatch
+def test_an_unset_variable_is_one_line_naming_it_and_leaves_no_run(
+    copy: Path, archive: Archive, where: str
 ) -> None:
-    edit_yaml(project, UNSET_VARIABLES[where])
-    assert cli("run", "--project", project, "--run-id", "r1", "--suite", "privacy").status == 1
-    assert not (project.parent / "runs" / "r1").exists()
-
-
-PLACES = {
-    "suite glob matches nothing": (
-        lambda p: edit_yaml(p, lambda d: d["suites"][1].update(files="suites/leeg/*.yaml")),
-        ("project.yaml",),
-    ),
-    "hooks kind clashes with a built-in": (
-        next(bad for bad in CASES if bad.name == "hooks kind clashes with a built-in").apply,
-        ("hooks",),
-    ),
-    "missing rubric file": (
-        next(bad for bad in CASES if bad.name == "missing rubric file").apply,
-        ("awb.yaml", "kern-001"),
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(PLACES))
-def test_the_message_names_the_file_that_holds_the_mistake(
-    project: Path, cli: CLI, name: str
-) -> None:
-    apply, mentions = PLACES[name]
-    apply(project)
-    line = cli("run", "--project", project, "--run-id", "r1").error_line()
-    for mention in mentions:
-        if mention == "hooks":
-            assert "hooks.py" in line or "project.yaml" in line
-        else:
-            assert mention in line
-
-
-def test_debug_shows_the_traceback(project: Path, cli: CLI) -> None:
-    set_key("sytem", value={"a": 1})(project)
-    result = cli("--debug", "run", "--project", project, "--run-id", "r1")
-    assert result.status == 1
-    assert "Traceback" in result.err
+    edit_yaml(copy, UNSET_VARIABLES[where])
+    result = invoke("run", "--project", copy, "--run-id", "r1", "--suite", "privacy")
+    refused(result, "project.yaml", "NIET_GEZET", where.split(".")[0])
+    archive.assert_kept()
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("change", "mentions"),
     [
-        ["frobnicate"],
-        ["run", "--k", "veel"],
-        ["run", "--split", "train"],
-        ["run", "--resume", "a", "--run-id", "b"],
-        ["report"],
-        ["rescore"],
-        ["seal", "--appendix"],
-        [],
+        (
+            lambda p: edit_yaml(kern(p), lambda d: d["cases"][0].update(input="Anders?")),
+            ("cannot be resumed", "kern-001"),
+        ),
+        (
+            lambda p: (p.parent / "rubrics" / "termijn.md").write_text(RUBRIC + "Streng.\n"),
+            ("judge prompts or rubrics changed: rubrics/termijn.md",),
+        ),
     ],
-    ids=lambda args: " ".join(args) or "nothing",
+    ids=["a case", "a rubric"],
 )
-def test_usage_errors_exit_2(project: Path, cli: CLI, args: list[str]) -> None:
-    result = cli(*args)
-    assert result.status == 2
-    assert "Traceback" not in result.text
-
-
-def test_rescore_of_a_run_without_attempts_prints_a_report(
-    project: Path, cli: CLI, monkeypatch: pytest.MonkeyPatch
+def test_a_resume_refuses_a_run_whose_definitions_changed(
+    copy: Path, archive: Archive, change: Any, mentions: tuple[str, ...]
 ) -> None:
-    monkeypatch.delenv("SOEV_API_KEY")
-    assert cli("run", "--project", project, "--run-id", "r1").status == 1
-    monkeypatch.setenv("SOEV_API_KEY", "systeem-token")
-    result = cli("rescore", "r1", "--project", project)
-    assert "DataFrame" not in result.text
+    change(copy)
+    refused(invoke("run", "--project", copy, "--resume", "b1"), *mentions)
+    archive.assert_kept()
+
+
+def test_a_run_id_that_exists_is_refused(copy: Path, archive: Archive) -> None:
+    refused(invoke("run", "--project", copy, "--run-id", "b1"), "b1")
+    archive.assert_kept()
+
+
+@pytest.mark.parametrize(
+    "args", [["report", "nooit"], ["rescore", "nooit"], ["run", "--resume", "nooit"]]
+)
+def test_an_unknown_run_is_one_line_naming_it(copy: Path, args: list[str]) -> None:
+    result = invoke(*args, "--project", copy)
+    refused(result, "nooit")
+    assert result.out == ""
+
+
+def test_an_unknown_suite_is_one_line_naming_it(copy: Path) -> None:
+    result = invoke("run", "--project", copy, "--run-id", "r1", "--suite", "nope")
+    assert result.status in (1, 2)
+    assert "nope" in result.error_line()
+
+
+def test_a_usage_error_exits_2_with_one_line(copy: Path) -> None:
+    result = invoke("run", "--project", copy, "--k", "veel")
+    assert result.status == 2
+    assert "--k" in result.error_line()
+
+
+def test_debug_shows_the_traceback(copy: Path) -> None:
+    set_key("sytem", value={"a": 1})(copy)
+    result = invoke("--debug", "run", "--project", copy, "--run-id", "r1")
+    assert result.status == 1
+    assert "Traceback" in result.err

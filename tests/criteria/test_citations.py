@@ -80,6 +80,7 @@ def test_the_builtin_registry_has_the_citation_kinds() -> None:
         ("citations.required", {"min": -0.1}),
         ("citations.forbidden", {"match": "prefix"}),
         ("citations.unseen", {"min": 0.5}),
+        ("citations.unseen", {"match": "fuzzy"}),
         ("citations.in_corpus", {"match": "exact"}),
         ("citations.quotes_verbatim", {"min": 1}),
         ("citations.mentions_in_corpus", {"law": "Awb"}),
@@ -114,6 +115,13 @@ def test_required_does_not_take_6_70_for_6_7() -> None:
         "citations.required",
         make_evidence(citations=("BWBR0005537/artikel-6:70",)),
         sourced([[AWB_67]]),
+    )
+    assert verdict.status == "fail"
+
+
+def test_required_is_not_met_by_citing_the_whole_law() -> None:
+    verdict = check(
+        "citations.required", make_evidence(citations=("BWBR0005537",)), sourced([[AWB_67]])
     )
     assert verdict.status == "fail"
 

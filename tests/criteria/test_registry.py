@@ -1,15 +1,17 @@
-"""Builtin.evaluate checks the parameters it is given again, whatever their type."""
+"""The parts of a criterion kind: Builtin checks its parameters again whatever their type,
+NoParams takes none, and the registry turns what an evaluator raises into an error verdict."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from soev_pipeline.core import Case, CriterionContext, CriterionSpec, Evidence, Verdict
-from soev_pipeline.criteria import Builtin, CriterionRegistry, builtin_registry, outcome
+from soev_pipeline.criteria import Builtin, CriterionRegistry, NoParams, builtin_registry, outcome
 from soev_pipeline.criteria.reply import ContainsParams
 from tests.support.builders import make_case, make_evidence
 
@@ -53,6 +55,17 @@ def test_a_valid_instance_of_its_own_model_reaches_the_evaluator() -> None:
     assert (verdict.status, verdict.detail) == ("pass", "bedankt from prompt")
     assert type(Seen.params) is Params
     assert Seen.params == params
+
+
+class LookAlike(BaseModel):
+    inner: Inner
+    source: str
+
+
+def test_params_of_another_model_reach_the_evaluator_as_its_own_model() -> None:
+    verdict = evaluate(KIND, LookAlike(inner=Inner(word="bedankt"), source="prompt"))
+    assert (verdict.status, verdict.detail) == ("pass", "bedankt from prompt")
+    assert type(Seen.params) is Params
 
 
 def test_an_unvalidated_instance_of_its_own_model_is_refused() -> None:
@@ -114,3 +127,16 @@ def test_an_evaluator_that_raises_gives_an_error_verdict() -> None:
     verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), CriterionContext()))
     assert verdict.status == "error"
     assert verdict.detail == "criterion raised KeyError: 'missing'"
+
+
+def test_noparams_has_no_fields_and_refuses_any() -> None:
+    assert NoParams.model_fields == {}
+    NoParams()
+    with pytest.raises(ValidationError):
+        NoParams.model_validate({"strict": True})
+
+
+def test_builtin_is_a_dataclass_of_name_params_model_and_evaluator() -> None:
+    assert dataclasses.is_dataclass(Builtin)
+    names = [field.name for field in dataclasses.fields(Builtin)]
+    assert names[:3] == ["name", "params_model", "evaluator"]

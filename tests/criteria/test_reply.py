@@ -58,11 +58,6 @@ MIXED_REPLY = (
 )
 
 
-@pytest.fixture(scope="module")
-def detector() -> LangidDetector:
-    return LangidDetector()
-
-
 class ScriptedDetector:
     """A detector that answers from a table and raises for a sentence it does not know."""
 

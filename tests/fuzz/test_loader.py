@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from soev_pipeline.cli.main import main
 
+pytestmark = [pytest.mark.e2e, pytest.mark.fuzz]
+
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 FILES = [
     "project.yaml",

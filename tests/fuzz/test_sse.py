@@ -6,12 +6,15 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from soev_pipeline.arms.conversation import Answer
 from soev_pipeline.arms.events import ThreadElements, TurnReader
 from soev_pipeline.arms.http import TurnFailed
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fuzz]
 
 FRAMES = [
     b'event: tool_output\ndata: {"call_id": "c", '

@@ -16,6 +16,7 @@ from soev_pipeline.core.ports import CriterionContext, JudgeRequest, JudgeResult
 from soev_pipeline.core.project import JudgeConfig
 from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.judges import JudgeCache, cache_key, open_judge, verdict_schema
+from tests.support.chat_completions import FakeChatCompletions, completion
 
 NAMES = ("none", "name")
 
@@ -41,7 +42,9 @@ def judge_all(
     return asyncio.run(main())
 
 
-def test_a_repeated_request_is_answered_from_the_cache(server: Any, tmp_path: Path) -> None:
+def test_a_repeated_request_is_answered_from_the_cache(
+    server: FakeChatCompletions, tmp_path: Path
+) -> None:
     cache = tmp_path / ".soev" / "judge-cache.sqlite"
     (first,), _ = judge_all(server.url, cache, [names_request()])
     assert server.calls == 1
@@ -55,7 +58,7 @@ def test_a_repeated_request_is_answered_from_the_cache(server: Any, tmp_path: Pa
     assert stats == {"requests": 1, "calls": 0, "cache_hits": 1, "failures": 0}
 
 
-def test_a_changed_request_is_asked_again(server: Any, tmp_path: Path) -> None:
+def test_a_changed_request_is_asked_again(server: FakeChatCompletions, tmp_path: Path) -> None:
     cache = tmp_path / "judge-cache.sqlite"
     judge_all(server.url, cache, [names_request("Eerste tekst.")])
 
@@ -65,7 +68,7 @@ def test_a_changed_request_is_asked_again(server: Any, tmp_path: Path) -> None:
     assert server.user_inputs() == {"text": "Tweede."}
 
 
-def test_another_model_does_not_share_answers(server: Any, tmp_path: Path) -> None:
+def test_another_model_does_not_share_answers(server: FakeChatCompletions, tmp_path: Path) -> None:
     cache = tmp_path / "judge-cache.sqlite"
     judge_all(server.url, cache, [names_request()])
 
@@ -74,9 +77,9 @@ def test_another_model_does_not_share_answers(server: Any, tmp_path: Path) -> No
     assert server.calls == 2
 
 
-def test_an_invalid_answer_is_not_cached(server: Any, reply: Any, tmp_path: Path) -> None:
+def test_an_invalid_answer_is_not_cached(server: FakeChatCompletions, tmp_path: Path) -> None:
     cache = tmp_path / "judge-cache.sqlite"
-    server.script = [reply(content='{"label": "maybe", "detail": ""}')]
+    server.queue(completion(content='{"label": "maybe", "detail": ""}'))
     (failed,), stats = judge_all(server.url, cache, [names_request()])
     assert isinstance(failed, JudgeError)
     assert stats["failures"] == 1
@@ -89,8 +92,8 @@ def test_an_invalid_answer_is_not_cached(server: Any, reply: Any, tmp_path: Path
     assert server.calls == 2
 
 
-def test_concurrent_twins_ask_once(server: Any, reply: Any, tmp_path: Path) -> None:
-    server.answer = lambda body: reply(content='{"label": "none", "detail": ""}', delay_s=0.1)
+def test_concurrent_twins_ask_once(server: FakeChatCompletions, tmp_path: Path) -> None:
+    server.answer = lambda body: completion(content='{"label": "none", "detail": ""}', delay_s=0.1)
     cache = tmp_path / "judge-cache.sqlite"
 
     results, stats = judge_all(server.url, cache, [names_request() for _ in range(5)])
@@ -100,7 +103,7 @@ def test_concurrent_twins_ask_once(server: Any, reply: Any, tmp_path: Path) -> N
     assert stats == {"requests": 5, "calls": 1, "cache_hits": 4, "failures": 0}
 
 
-def test_without_a_cache_every_request_asks(server: Any, tmp_path: Path) -> None:
+def test_without_a_cache_every_request_asks(server: FakeChatCompletions, tmp_path: Path) -> None:
     cache = tmp_path / "judge-cache.sqlite"
     judge_all(server.url, cache, [names_request()], cache=False)
     judge_all(server.url, None, [names_request()])
@@ -215,7 +218,9 @@ def rescore(url: str, cache: Path, rubrics: dict[str, str]) -> list[Verdict]:
     return asyncio.run(main())
 
 
-def test_after_a_rubric_edit_only_its_requests_go_out(server: Any, tmp_path: Path) -> None:
+def test_after_a_rubric_edit_only_its_requests_go_out(
+    server: FakeChatCompletions, tmp_path: Path
+) -> None:
     cache = tmp_path / "judge-cache.sqlite"
     rubrics = {"rubrics/correct.md": RUBRIC_CORRECT, "rubrics/tone.md": RUBRIC_TONE}
     first = rescore(server.url, cache, rubrics)

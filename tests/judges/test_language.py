@@ -33,11 +33,6 @@ SHORT_DUTCH = [
 
 
 @pytest.fixture(scope="module")
-def detector() -> LangidDetector:
-    return LangidDetector()
-
-
-@pytest.fixture(scope="module")
 def full() -> LangidDetector:
     return LangidDetector(languages=None)
 

@@ -1,10 +1,10 @@
-"""LLMJudge over the chat/completions adapter and a real server on 127.0.0.1."""
+"""LLMJudge over the chat/completions adapter and the fake endpoint, through a MockTransport."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,7 +16,14 @@ from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import CriterionContext, Judge, JudgeRequest, JudgeResult
 from soev_pipeline.criteria import judge_label
-from soev_pipeline.judges import ChatCompletionsLLM, LLMJudge, load_prompts, verdict_schema
+from soev_pipeline.judges import (
+    ChatCompletionsLLM,
+    JudgeLLM,
+    LLMJudge,
+    load_prompts,
+    verdict_schema,
+)
+from tests.support.chat_completions import NOWHERE, FakeChatCompletions, completion, verdict
 
 BEHAVIOUR = ("answer", "refuse", "abstain")
 
@@ -28,11 +35,17 @@ def behaviour_request(reply: str = "De termijn is zes weken.", **fields: Any) ->
     )
 
 
+@pytest.fixture
+def server() -> FakeChatCompletions:
+    return FakeChatCompletions()
+
+
 @asynccontextmanager
 async def judge_over(
-    url: str, *, context_window: int | None = None, **options: Any
+    server: FakeChatCompletions, *, context_window: int | None = None, **options: Any
 ) -> AsyncIterator[LLMJudge]:
-    async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
+    transport = server.transport()
+    async with httpx.AsyncClient(base_url=NOWHERE + "v1/", transport=transport) as client:
         llm = ChatCompletionsLLM(
             client,
             "judge-model",
@@ -43,19 +56,19 @@ async def judge_over(
         yield LLMJudge(llm, options.pop("prompts", load_prompts()), **options)
 
 
-def ask(url: str, request: JudgeRequest, **options: Any) -> JudgeResult:
+def ask(server: FakeChatCompletions, request: JudgeRequest, **options: Any) -> JudgeResult:
     async def main() -> JudgeResult:
-        async with judge_over(url, **options) as judge:
+        async with judge_over(server, **options) as judge:
             return await judge.judge(request)
 
     return asyncio.run(main())
 
 
-def test_a_valid_label_is_returned_with_what_graded_it(server: Any, answer_with: Any) -> None:
-    server.script = [answer_with("refuse", "declines on privacy grounds")]
+def test_a_valid_label_is_returned_with_what_graded_it(server: FakeChatCompletions) -> None:
+    server.queue(verdict("refuse", "declines on privacy grounds"))
     request = behaviour_request(reply="Daar kan ik niets over zeggen. Ü")
 
-    result = ask(server.url, request)
+    result = ask(server, request)
 
     prompt = load_prompts()["behaviour.expected"]
     assert result == JudgeResult(
@@ -65,7 +78,7 @@ def test_a_valid_label_is_returned_with_what_graded_it(server: Any, answer_with:
         prompt_sha=sha256_text(prompt),
         cached=False,
     )
-    sent = server.requests[0]
+    sent = server.bodies[0]
     assert sent["model"] == "judge-model"
     assert sent["messages"] == [
         {"role": "system", "content": prompt},
@@ -108,67 +121,69 @@ def test_the_schema_allows_exactly_the_request_labels() -> None:
     ],
 )
 def test_an_unusable_answer_fails_closed(
-    server: Any, reply: Any, content: str, failure: str
+    server: FakeChatCompletions, content: str, failure: str
 ) -> None:
-    server.script = [reply(content=content)]
+    server.queue(completion(content=content))
 
     with pytest.raises(JudgeError, match=r"'behaviour\.expected'") as caught:
-        ask(server.url, behaviour_request())
+        ask(server, behaviour_request())
 
     assert failure in str(caught.value)
 
 
-def test_a_fenced_answer_and_a_missing_detail_are_accepted(server: Any, reply: Any) -> None:
-    server.script = [reply(content='```json\n{"label": "abstain"}\n```')]
+def test_a_fenced_answer_and_a_missing_detail_are_accepted(server: FakeChatCompletions) -> None:
+    server.queue(completion(content='```json\n{"label": "abstain"}\n```'))
 
-    result = ask(server.url, behaviour_request())
+    result = ask(server, behaviour_request())
 
     assert (result.label, result.detail) == ("abstain", "")
 
 
-def test_a_task_without_a_prompt_is_refused_before_any_call(server: Any) -> None:
+def test_a_task_without_a_prompt_is_refused_before_any_call(server: FakeChatCompletions) -> None:
     request = JudgeRequest(task="tone.friendly", inputs={"reply": "Hoi"}, allowed_labels=("yes",))
 
     with pytest.raises(JudgeError, match=r"no judge prompt for the task 'tone\.friendly'"):
-        ask(server.url, request)
+        ask(server, request)
 
     assert server.calls == 0
 
 
-def test_the_judge_copies_its_prompts(server: Any) -> None:
+def test_the_judge_copies_its_prompts(server: FakeChatCompletions) -> None:
     prompts = {"behaviour.expected": "Grade the reply."}
 
     async def main() -> JudgeResult:
-        async with judge_over(server.url, prompts=prompts) as judge:
+        async with judge_over(server, prompts=prompts) as judge:
             prompts["behaviour.expected"] = "Changed afterwards."
             return await judge.judge(behaviour_request())
 
     result = asyncio.run(main())
 
-    assert server.requests[0]["messages"][0]["content"] == "Grade the reply."
+    assert server.bodies[0]["messages"][0]["content"] == "Grade the reply."
     assert result.prompt_sha == sha256_text("Grade the reply.")
 
 
-def test_a_context_prefix_goes_before_the_prompt_when_it_fits(server: Any) -> None:
+def test_a_context_prefix_goes_before_the_prompt_when_it_fits(server: FakeChatCompletions) -> None:
     request = behaviour_request(context_prefix="Wetstekst: artikel 6:7 Awb, in eigen woorden.")
 
-    ask(server.url, request, context_window=8192)
+    ask(server, request, context_window=8192)
 
-    system = server.requests[0]["messages"][0]["content"]
+    system = server.bodies[0]["messages"][0]["content"]
     prompt = load_prompts()["behaviour.expected"]
     assert system == f"Wetstekst: artikel 6:7 Awb, in eigen woorden.\n\n{prompt}"
 
 
-def test_a_context_prefix_is_refused_when_the_window_is_unknown(server: Any) -> None:
+def test_a_context_prefix_is_refused_when_the_window_is_unknown(
+    server: FakeChatCompletions,
+) -> None:
     request = behaviour_request(context_prefix="Gedeelde context.")
 
     with pytest.raises(JudgeError, match="context window is unknown"):
-        ask(server.url, request, context_window=None)
+        ask(server, request, context_window=None)
 
     assert server.calls == 0
 
 
-def test_a_context_prefix_is_refused_when_it_does_not_fit(server: Any) -> None:
+def test_a_context_prefix_is_refused_when_it_does_not_fit(server: FakeChatCompletions) -> None:
     prompt_chars = len(load_prompts()["behaviour.expected"])
     window = 4096
     # Fits with the room for the answer, but not once the 10% margin is added.
@@ -176,31 +191,31 @@ def test_a_context_prefix_is_refused_when_it_does_not_fit(server: Any) -> None:
     request = behaviour_request(context_prefix=prefix)
 
     with pytest.raises(JudgeError, match="more than the context window of 4096"):
-        ask(server.url, request, context_window=window)
+        ask(server, request, context_window=window)
 
     assert server.calls == 0
-    ask(server.url, behaviour_request(context_prefix="short"), context_window=window)
+    ask(server, behaviour_request(context_prefix="short"), context_window=window)
     assert server.calls == 1
 
 
-def test_without_a_prefix_the_window_is_not_checked(server: Any) -> None:
-    result = ask(server.url, behaviour_request(reply="x" * 50_000), context_window=None)
+def test_without_a_prefix_the_window_is_not_checked(server: FakeChatCompletions) -> None:
+    result = ask(server, behaviour_request(reply="x" * 50_000), context_window=None)
 
     assert result.label == "answer"
 
 
 def test_a_failing_endpoint_gives_an_error_verdict_and_the_next_request_works(
-    server: Any, reply: Any, answer_with: Any
+    server: FakeChatCompletions,
 ) -> None:
-    failing: Callable[[dict[str, Any]], Any] = lambda body: reply(status=500)  # noqa: E731
+    failing: Callable[[dict[str, Any]], Any] = lambda body: completion(status=500)  # noqa: E731
     server.answer = failing
 
     async def main() -> tuple[JudgeResult | Verdict, JudgeResult | Verdict]:
-        async with judge_over(server.url, max_retries=2) as judge:
+        async with judge_over(server, max_retries=2) as judge:
             assert isinstance(judge, Judge)
             ctx = CriterionContext(judge=judge)
             first = await judge_label(behaviour_request(), ctx)
-            server.answer = lambda body: answer_with("abstain")
+            server.answer = lambda body: verdict("abstain")
             second = await judge_label(behaviour_request(), ctx)
             assert judge.stats.as_dict() == {
                 "requests": 2,
@@ -231,3 +246,50 @@ def test_repeats_below_one_are_refused() -> None:
 
     with pytest.raises(ValueError, match="repeats"):
         LLMJudge(Silent(), {}, repeats=0)
+
+
+class ReferenceExampleLLM:
+    """The JudgeLLM adapter example of the judges reference, as written there."""
+
+    context_window = 128_000
+
+    def __init__(self, client: httpx.AsyncClient, model: str) -> None:
+        self._client = client
+        self._model = model
+
+    async def complete(self, *, system: str, user: str, schema: Mapping[str, Any]) -> str:
+        schema_format = {"name": "verdict", "schema": dict(schema)}
+        body = {
+            "model": self._model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "response_format": {"type": "json_schema", "json_schema": schema_format},
+        }
+        try:
+            response = await self._client.post("chat/completions", json=body)
+            response.raise_for_status()
+            content: str = response.json()["choices"][0]["message"]["content"]
+            return content
+        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            raise JudgeError(f"judge call failed: {type(exc).__name__}") from exc
+
+
+@pytest.mark.parametrize(("answer", "label"), [(None, "answer"), ("Het is goed.", None)])
+def test_the_adapter_example_of_the_reference_is_a_judge_llm(
+    answer: str | None, label: str | None
+) -> None:
+    fake = FakeChatCompletions()
+    if answer is not None:
+        fake.queue(answer)
+
+    async def main() -> JudgeResult:
+        async with httpx.AsyncClient(base_url=NOWHERE + "v1/", transport=fake.transport()) as http:
+            llm = ReferenceExampleLLM(http, "my-judge-model")
+            assert isinstance(llm, JudgeLLM)
+            return await LLMJudge(llm, load_prompts()).judge(behaviour_request())
+
+    if label is None:
+        with pytest.raises(JudgeError):
+            asyncio.run(main())
+    else:
+        assert asyncio.run(main()).label == label
+    assert fake.bodies[0]["model"] == "my-judge-model"

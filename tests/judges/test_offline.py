@@ -12,6 +12,7 @@ from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.ports import JudgeRequest, JudgeResult
 from soev_pipeline.core.project import JudgeConfig
 from soev_pipeline.judges import OFFLINE_MESSAGE, JudgeLLM, OfflineLLM, open_judge
+from tests.support.chat_completions import FakeChatCompletions
 
 NUGGET = ("support", "partial_support", "not_support")
 
@@ -29,7 +30,7 @@ def config(url: str, **fields: Any) -> JudgeConfig:
 
 
 def test_offline_answers_from_the_cache_and_fails_for_the_rest(
-    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeChatCompletions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "judge-cache.sqlite"
     monkeypatch.setenv("JUDGE_KEY", "k")

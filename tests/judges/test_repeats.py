@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,6 +11,7 @@ from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.ports import JudgeRequest, JudgeResult
 from soev_pipeline.core.project import JudgeConfig
 from soev_pipeline.judges import open_judge
+from tests.support.chat_completions import FakeChatCompletions, completion, verdict
 
 EQUIVALENCE = ("equivalent", "not_equivalent")
 
@@ -46,13 +46,13 @@ def judge_once(
 
 
 def test_the_majority_label_wins_and_the_agreement_is_recorded(
-    server: Any, answer_with: Any, tmp_path: Path
+    server: FakeChatCompletions, tmp_path: Path
 ) -> None:
-    server.script = [
-        answer_with("not_equivalent", "different"),
-        answer_with("equivalent", "same period"),
-        answer_with("equivalent", "same period"),
-    ]
+    server.queue(
+        verdict("not_equivalent", "different"),
+        verdict("equivalent", "same period"),
+        verdict("equivalent", "same period"),
+    )
 
     result, stats = judge_once(server.url, 3, tmp_path / "cache.sqlite")
 
@@ -68,11 +68,11 @@ def test_the_majority_label_wins_and_the_agreement_is_recorded(
 
 
 def test_each_ask_is_cached_so_a_rescore_asks_nothing(
-    server: Any, answer_with: Any, tmp_path: Path
+    server: FakeChatCompletions, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache.sqlite"
-    server.script = [answer_with("equivalent"), answer_with("not_equivalent")]
-    server.answer = lambda body: answer_with("equivalent")
+    server.queue(verdict("equivalent"), verdict("not_equivalent"))
+    server.answer = lambda body: verdict("equivalent")
     first, _ = judge_once(server.url, 3, cache)
 
     again, stats = judge_once(server.url, 3, cache)
@@ -83,8 +83,8 @@ def test_each_ask_is_cached_so_a_rescore_asks_nothing(
     assert stats["cache_hits"] == 3 and stats["calls"] == 0
 
 
-def test_a_tie_fails_closed(server: Any, answer_with: Any) -> None:
-    server.script = [answer_with("equivalent"), answer_with("not_equivalent")]
+def test_a_tie_fails_closed(server: FakeChatCompletions) -> None:
+    server.queue(verdict("equivalent"), verdict("not_equivalent"))
 
     result, stats = judge_once(server.url, 2, None)
 
@@ -102,9 +102,9 @@ def test_a_tie_fails_closed(server: Any, answer_with: Any) -> None:
     [("equivalent", "garbage", "equivalent"), ("not_equivalent", "garbage", None)],
 )
 def test_a_failed_ask_is_no_vote(
-    server: Any, answer_with: Any, reply: Any, second: str, third: str, label: str | None
+    server: FakeChatCompletions, second: str, third: str, label: str | None
 ) -> None:
-    server.script = [answer_with("equivalent"), answer_with(second), reply(content=third)]
+    server.queue(verdict("equivalent"), verdict(second), completion(content=third))
 
     result, _ = judge_once(server.url, 3, None)
 
@@ -118,7 +118,7 @@ def test_a_failed_ask_is_no_vote(
         assert result.detail.endswith("(agreement 2/3)")
 
 
-def test_unanimous_asks_count_as_unanimous(server: Any) -> None:
+def test_unanimous_asks_count_as_unanimous(server: FakeChatCompletions) -> None:
     result, stats = judge_once(server.url, 3, None)
 
     assert isinstance(result, JudgeResult)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
-from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +15,7 @@ from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import CriterionContext, JudgeRequest
 from soev_pipeline.criteria import judge_label
 from soev_pipeline.judges import ChatCompletionsLLM, LLMJudge, load_prompts
+from tests.support.chat_completions import NOWHERE, FakeChatCompletions, Response, completion
 
 MARKER = "GEHEIM-7f3a-jansen"
 
@@ -27,32 +28,40 @@ def secret_request() -> JudgeRequest:
     )
 
 
-def failures(reply: Any) -> list[Any]:
+def failures() -> list[Response]:
     """Server answers that each fail the judge, and echo the secret where they can."""
     echoed = MARKER.encode()
     return [
-        reply(status=500, body=b'{"error": "crashed on ' + echoed + b'"}'),
-        reply(status=400, body=b'{"error": "cannot handle ' + echoed + b'"}'),
-        reply(status=429, headers={"Retry-After": "0"}, body=echoed),
-        reply(content=f"The text mentions {MARKER}."),
-        reply(content=f'{{"label": "{MARKER}", "detail": "{MARKER}"}}'),
-        reply(content=f'{{"label": "name", "detail": ["{MARKER}"]}}'),
-        reply(body=b"<html>" + echoed + b"</html>"),
-        reply(body=b'{"choices": [{"message": {"refusal": "' + echoed + b'"}}]}'),
-        reply(delay_s=2.0, content=MARKER),
+        completion(status=500, body=b'{"error": "crashed on ' + echoed + b'"}'),
+        completion(status=400, body=b'{"error": "cannot handle ' + echoed + b'"}'),
+        completion(status=429, headers={"Retry-After": "0"}, body=echoed),
+        completion(content=f"The text mentions {MARKER}."),
+        completion(content=f'{{"label": "{MARKER}", "detail": "{MARKER}"}}'),
+        completion(content=f'{{"label": "name", "detail": ["{MARKER}"]}}'),
+        completion(body=b"<html>" + echoed + b"</html>"),
+        completion(body=b'{"choices": [{"message": {"refusal": "' + echoed + b'"}}]}'),
+        completion(delay_s=2.0, content=MARKER),
     ]
+
+
+@pytest.fixture
+def server() -> FakeChatCompletions:
+    return FakeChatCompletions()
 
 
 @pytest.mark.parametrize("index", range(9))
 def test_no_request_content_in_logs_or_errors(
-    server: Any, reply: Any, caplog: pytest.LogCaptureFixture, index: int
+    server: FakeChatCompletions, caplog: pytest.LogCaptureFixture, index: int
 ) -> None:
-    failing = failures(reply)[index]
+    failing = failures()[index]
     server.answer = lambda body: failing
     caplog.set_level(logging.DEBUG)
+    socket = failing.delay_s > 0  # a timeout needs a real connection
 
     async def main() -> tuple[JudgeError, Verdict]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=0.3) as client:
+        url, transport = (server.url, None) if socket else (NOWHERE + "v1/", server.transport())
+        timeout = 0.15 if socket else 5.0
+        async with httpx.AsyncClient(base_url=url, timeout=timeout, transport=transport) as client:
             llm = ChatCompletionsLLM(client, "judge-model", max_retries=1, backoff_s=0.01)
             judge = LLMJudge(llm, load_prompts())
             with pytest.raises(JudgeError) as caught:
@@ -61,9 +70,10 @@ def test_no_request_content_in_logs_or_errors(
             assert isinstance(verdict, Verdict)
             return caught.value, verdict
 
-    exc, verdict = asyncio.run(main())
+    with server if socket else contextlib.nullcontext():
+        exc, verdict = asyncio.run(main())
 
-    assert MARKER in server.requests[0]["messages"][1]["content"]
+    assert MARKER in server.bodies[0]["messages"][1]["content"]
     assert verdict.status == "error"
     assert str(exc) in verdict.detail
     assert MARKER not in "".join(traceback.format_exception(exc))
@@ -72,12 +82,13 @@ def test_no_request_content_in_logs_or_errors(
 
 
 def test_a_successful_request_logs_no_content(
-    server: Any, caplog: pytest.LogCaptureFixture
+    server: FakeChatCompletions, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
 
     async def main() -> None:
-        async with httpx.AsyncClient(base_url=server.url, timeout=5.0) as client:
+        transport = server.transport()
+        async with httpx.AsyncClient(base_url=NOWHERE + "v1/", transport=transport) as client:
             judge = LLMJudge(ChatCompletionsLLM(client, "judge-model"), load_prompts())
             await judge.judge(secret_request())
 

@@ -1,4 +1,4 @@
-"""Fixtures of the reference assistant's tests: one plain server for the module, a client."""
+"""Fixtures of the reference assistant's tests: one plain server and one client per module."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def server() -> Iterator[ReferenceServer]:
         yield running
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(server: ReferenceServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=10) as opened:
         yield opened

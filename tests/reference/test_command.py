@@ -13,6 +13,7 @@ from soev_pipeline.reference import main
 from tests.reference.wire import SSE, THREADS, body, parse_frames
 
 
+@pytest.mark.e2e
 def test_the_command_prints_the_url_when_ready_and_stops_on_interrupt() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "soev_pipeline.reference", "--port", "0", "--latency-ms", "10"],

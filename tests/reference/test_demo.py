@@ -89,6 +89,7 @@ def test_the_demo_finds_its_system_through_the_environment(
     assert chosen.project.system.url == "http://127.0.0.1:40123/"
 
 
+@pytest.mark.e2e
 def test_the_demo_run_fails_the_cases_its_suites_say_fail(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

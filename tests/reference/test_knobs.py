@@ -1,4 +1,5 @@
-"""Latency, failures, a turn in progress, and many threads at once."""
+"""The reference server's latency, failures, a turn in progress, and many threads at once:
+black-box tests of the reference assistant, end to end."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from soev_pipeline.reference import ReferenceServer
 from tests.reference.wire import SSE, THREADS, body, parse_frames
+
+pytestmark = pytest.mark.e2e
 
 QUESTION = "Binnen welke termijn moet ik bezwaar maken?"
 
@@ -90,13 +93,13 @@ def _outcomes(seed: int, rate: float, count: int) -> list[int]:
 
 
 def test_failures_follow_the_rate_and_repeat_with_the_seed() -> None:
-    first = _outcomes(seed=7, rate=0.3, count=200)
-    again = _outcomes(seed=7, rate=0.3, count=200)
-    other = _outcomes(seed=8, rate=0.3, count=200)
+    first = _outcomes(seed=7, rate=0.3, count=100)
+    again = _outcomes(seed=7, rate=0.3, count=100)
+    other = _outcomes(seed=8, rate=0.3, count=100)
 
     assert first == again
     assert first != other
-    assert 30 <= sum(first) <= 90
+    assert 15 <= sum(first) <= 45
 
 
 @pytest.mark.parametrize(("latency_s", "failure_rate"), [(-0.1, 0.0), (0.0, 1.5)])
@@ -160,8 +163,8 @@ async def _raw_attempts(url: str, count: int, connections: int) -> None:
 def test_hundreds_of_attempts_per_second_at_zero_latency() -> None:
     with ReferenceServer() as server:
         started = time.perf_counter()
-        asyncio.run(_raw_attempts(server.url, 640, 32))
+        asyncio.run(_raw_attempts(server.url, 320, 32))
         elapsed = time.perf_counter() - started
 
-    assert server.counters.threads_opened == server.counters.threads_deleted == 640
-    assert 640 / elapsed >= 200
+    assert server.counters.threads_opened == server.counters.threads_deleted == 320
+    assert 320 / elapsed >= 200

@@ -1,4 +1,5 @@
-"""The reference server speaks the thread API of SPEC.md section 6 over real HTTP."""
+"""The reference server speaks the thread API of SPEC.md section 6 over real HTTP: black-box
+tests of the reference assistant, end to end."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from tests.reference.wire import (
     open_thread,
     parse_frames,
 )
+
+pytestmark = pytest.mark.e2e
 
 QUESTION = "Binnen welke termijn moet ik bezwaar maken?"
 

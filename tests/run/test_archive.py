@@ -17,7 +17,7 @@ from soev_pipeline.core import Evidence
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import RunArchive, build_manifest, check_run_id, new_run_id
 from tests.conftest import write_project
-from tests.support.scripted_system import Reply, ScriptedSystem
+from tests.support.thread_api import FakeThreadAPI, Reply
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,9 +88,10 @@ def slow_script(text: str, history: list[str]) -> Reply:
     return Reply(f"Antwoord op {text}", refs=["BWBR0005537/artikel-6:7"])
 
 
+@pytest.mark.e2e
 def test_resume_after_an_interrupted_run(tmp_path: Path) -> None:
     """Ctrl-C archives what finished; --resume runs only the missing attempts, once each."""
-    with ScriptedSystem(slow_script) as system:
+    with FakeThreadAPI(slow_script) as system:
         path = write_project(tmp_path / "p", system.url)
         env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dh")}
         command = [sys.executable, "-m", "soev_pipeline", "run", "--project", str(path)]

@@ -1,4 +1,5 @@
-"""Builders for the criteria tests: a case, its evidence, one graded criterion, a fake judge.
+"""Builders of the unit tests: a case, its evidence, one graded criterion, a scripted judge,
+the `system:` section of a project.
 
 Every builder fills in what a test does not care about, so a test names only what it checks.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from soev_pipeline.arms import RetryPolicy
 from soev_pipeline.core import (
     Case,
     CriterionContext,
@@ -26,6 +28,7 @@ from soev_pipeline.core import (
     VariantEvidence,
     Verdict,
 )
+from soev_pipeline.core.project import SystemConfig
 from soev_pipeline.criteria import builtin_registry
 
 QUESTION = "Hoe lang duurt bezwaar?"
@@ -38,6 +41,40 @@ def make_case(**fields: Any) -> Case:
     if "turns" not in data:
         data.setdefault("input", QUESTION)
     return Case.model_validate(data)
+
+
+def conversation(
+    *turns: str, variants: tuple[tuple[str, ...], ...] = (), case_id: str = "c-1"
+) -> Case:
+    """A dev case of suite `kern` with these user `turns`; variant n is `{case_id}-{n}`."""
+    return Case.model_validate(
+        {
+            "id": case_id,
+            "suite": "kern",
+            "split": "dev",
+            "turns": list(turns),
+            "variants": [
+                {"id": f"{case_id}-{index}", "turns": list(texts)}
+                for index, texts in enumerate(variants)
+            ],
+        }
+    )
+
+
+FAST_RETRY = RetryPolicy(backoff_s=0.01, backoff_cap_s=0.05)
+"""Retries of the arms' tests: the rules of the product, the waits of a test."""
+
+
+def system_config(url: str, **overrides: Any) -> SystemConfig:
+    """The `system:` section of a project for the system at `url`."""
+    settings: dict[str, Any] = {
+        "base_url": url,
+        "agent": "wetwijzer",
+        "timeout_s": 5,
+        "concurrency": 4,
+        "max_retries": 2,
+    }
+    return SystemConfig.model_validate({**settings, **overrides})
 
 
 def make_turn(

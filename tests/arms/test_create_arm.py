@@ -1,4 +1,4 @@
-"""The public names of soev_pipeline.arms, and the choice of arm by system kind."""
+"""create_arm: the arm of the project's system kind, with its agent and citation field."""
 
 from __future__ import annotations
 
@@ -7,20 +7,12 @@ from typing import Any
 import httpx
 import pytest
 
-import soev_pipeline.arms as arms
 from soev_pipeline.arms import ChatCompletionsArm, SoevThreadArm, create_arm
 from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.ports import Arm
 from soev_pipeline.core.project import Project
 
 pytestmark = pytest.mark.anyio
-
-
-def test_all_is_sorted_and_importable() -> None:
-    assert arms.__all__ == sorted(arms.__all__)
-    assert {"SoevThreadArm", "ChatCompletionsArm", "create_http_client"} <= set(arms.__all__)
-    for name in arms.__all__:
-        assert getattr(arms, name) is not None
 
 
 def project(**system: Any) -> Project:

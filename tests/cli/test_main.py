@@ -1,0 +1,69 @@
+"""The parser of the command line of SPEC.md section 8: its options and defaults, and usage
+errors that exit 2 with one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from soev_pipeline.cli.main import build_parser
+
+
+def test_run_takes_the_options_of_section_8() -> None:
+    argv = ["run", "--suite", "kern", "--suite", "privacy", "--split", "dev", "--k", "3"]
+    argv += ["--run-id", "r1.a_b-c", "--runtime", "mine", "--runs-dir", "elders"]
+    args = build_parser().parse_args(argv)
+    assert args.suite == ["kern", "privacy"]
+    assert (args.split, args.k, args.run_id, args.resume) == ("dev", 3, "r1.a_b-c", None)
+    assert (args.runtime, args.runs_dir) == ("mine", Path("elders"))
+
+
+def test_without_options_every_suite_both_splits_one_attempt_and_project_yaml_here() -> None:
+    args = build_parser().parse_args(["run"])
+    assert (args.suite, args.split, args.k) == ([], None, 1)
+    assert (args.run_id, args.resume, args.runtime, args.runs_dir) == (None, None, None, None)
+    assert args.project == Path("project.yaml")
+    assert build_parser().parse_args(["report", "r1"]).project == Path("project.yaml")
+
+
+def test_report_rescore_and_seal_take_their_options() -> None:
+    parser = build_parser()
+    report = parser.parse_args(["report", "r1", "--json", "--runs-dir", "x"])
+    assert (report.run, report.json, report.runs_dir) == ("r1", True, Path("x"))
+    rescore = parser.parse_args(["rescore", "r1", "--offline", "--runtime", "mine"])
+    assert (rescore.run, rescore.offline, rescore.runtime) == ("r1", True, "mine")
+    assert parser.parse_args(["seal", "--append"]).append is True
+    assert parser.parse_args(["--debug", "seal"]).debug is True
+
+
+USAGE_ERRORS = [
+    [],
+    ["frobnicate"],
+    ["run", "--k", "veel"],
+    ["run", "--k", "0"],
+    ["run", "--split", "train"],
+    ["run", "--resume", "a", "--run-id", "b"],
+    ["report"],
+    ["rescore"],
+    ["seal", "--appendix"],
+    *(["run", f"--run-id={bad}"] for bad in ["R1", "-r1", "r 1", "r/1", "_r1", "ab:c", "Bad,Id"]),
+]
+
+
+@pytest.mark.parametrize("argv", USAGE_ERRORS, ids=lambda argv: " ".join(argv) or "nothing")
+def test_a_usage_error_exits_2_with_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.rstrip("\n").splitlines()[-1].startswith("soev-evals")
+    assert "Traceback" not in err
+
+
+def test_a_bad_run_id_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--run-id", "Bad,Id"])
+    assert "run id 'Bad,Id' is not valid" in capsys.readouterr().err
