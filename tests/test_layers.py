@@ -7,6 +7,7 @@ docs/architecture.md draws the same layers.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def _imports(path: Path, root: Path) -> list[tuple[str, int]]:
     return [(name, line) for name, line in found if name.split(".")[0] == "soev_pipeline"]
 
 
+@functools.cache
 def _edges(root: Path = PACKAGE) -> Edges:
     """(importing unit, imported unit) -> the places, for every import between two units."""
     edges: Edges = defaultdict(list)

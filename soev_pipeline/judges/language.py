@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterable
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
@@ -30,6 +32,13 @@ model.
 """
 
 
+@functools.cache
+def _full_model() -> LanguageIdentifier:
+    """The bundled model, read once per process (half a second); each detector restricts a
+    shallow copy of it, which leaves the full model's arrays as they are."""
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
 class LangidDetector:
     """A `LanguageDetector` with the bundled model of py3langid.
 
@@ -45,7 +54,7 @@ class LangidDetector:
     """
 
     def __init__(self, languages: Iterable[str] | None = DEFAULT_LANGUAGES) -> None:
-        self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        self._identifier = copy.copy(_full_model())
         labels = set(self._identifier.labels)
         if languages is not None:
             chosen = set(languages)
