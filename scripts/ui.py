@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reference import reference_assistant
 
+from soev_pipeline.orchestration.launch import ensure_instance
 from soev_pipeline.project import ProjectPaths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> int:
     project = Path(os.environ.get("SOEV_PROJECT") or ROOT / "examples" / "demo" / "project.yaml")
     paths = ProjectPaths.of(project, os.environ.get("SOEV_RUNS_DIR") or None)
-    project, home = paths.project_file, paths.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    project, home = paths.project_file, ensure_instance(paths.dagster_home)
     dagster = Path(sys.executable).with_name("dagster")
     with reference_assistant() as url:
         env = {

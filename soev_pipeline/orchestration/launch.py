@@ -26,14 +26,30 @@ LAUNCHED_BY, PID, HOST = "soev/launched_by", "soev/pid", "soev/host"
 Notice = Callable[[str], None]
 
 
-@contextmanager
-def project_instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
-    """The Dagster instance the CLI and the UI share for the project's runs."""
-    home = paths.dagster_home
+INSTANCE_CONFIG = """\
+# The Dagster instance of a soev-pipeline project, shared by soev-evals and `make ui`.
+telemetry:
+  enabled: false
+# The daemon (`dagster dev` starts it) marks runs whose worker process died as failed.
+run_monitoring:
+  enabled: true
+  poll_interval_seconds: 30
+"""
+
+
+def ensure_instance(home: Path) -> Path:
+    """Make the instance folder `home` with the default dagster.yaml, unless it has one."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+        config.write_text(INSTANCE_CONFIG, encoding="utf-8")
+    return home
+
+
+@contextmanager
+def project_instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance the CLI and the UI share for the project's runs."""
+    home = ensure_instance(paths.dagster_home)
     previous = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
     try:
