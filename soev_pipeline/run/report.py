@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Split, Status
 
-from .archive import REPORT, RunArchive, write_json_atomically
+from .archive import REPORT, RunArchive, naming, write_json_atomically
 from .compare import CaseRate, RunRates, compare_rates
 from .manifest import Manifest
 from .results import (
@@ -120,10 +120,17 @@ def build_report(
 
 def load_report(path: Path) -> Report:
     """Read a `report.json`. Raises `ProjectError` when it is not a valid report."""
+    with naming(path):
+        data = path.read_bytes()
     try:
-        return Report.model_validate_json(path.read_bytes())
+        return Report.model_validate_json(data)
     except ValidationError as exc:
-        raise ProjectError(f"{path}: not a valid report ({exc.errors()[0]['msg']})") from None
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ProjectError(
+            f"{path}: not a valid report ({field + ': ' if field else ''}{first['msg']}); "
+            f"`soev-evals rescore {path.parents[2].name}` writes it anew from the evidence"
+        ) from None
 
 
 def write_report(scoring_dir: Path, report: Report) -> None:
