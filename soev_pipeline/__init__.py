@@ -1,10 +1,22 @@
 """soev-pipeline: an evaluation harness for chat assistants that answer Dutch legal questions.
 
-Importing the package does no work: `__version__` is read on first use, so that the
-command line can take over Ctrl-C before anything heavy is imported.
+Importing the package does no work: `__version__` is read on first use. When the package
+is imported to run the command (`soev-evals`, `python -m soev_pipeline`), Ctrl-C ends the
+command quietly from this first line on; see `soev_pipeline._console`.
 """
 
-from __future__ import annotations
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] or _sys.argv[0].endswith("soev-evals"):
+    import _signal  # type: ignore[import-not-found]  # built in: loads nothing
+    import os as _os
+
+    def _interrupted_while_starting(signum, frame):  # type: ignore[no-untyped-def]
+        _os.write(2, b"\ninterrupted\n")
+        _os._exit(130)
+
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 __all__ = ["__version__"]
 

@@ -72,7 +72,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if archive.exists():
                 done = len(archive.completed())
                 print(
-                    f"\ninterrupted: {done} attempts are archived in {archive.path}; "
+                    f"\ninterrupted: {done} {'attempt is' if done == 1 else 'attempts are'} "
+                    f"archived in {archive.path}; "
                     f"resume with: soev-evals run --resume {run_id}",
                     file=sys.stderr,
                 )

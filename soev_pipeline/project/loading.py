@@ -190,9 +190,12 @@ def load(
         return LoadedProject(path, project, registry, [], setup, context)
 
     params: dict[tuple[str, int], BaseModel] = {}
-    suites = [_load_suite(entry, path, project, registry, params) for entry in project.suites]
+    places: dict[tuple[str, int], str] = {}
+    suites = [
+        _load_suite(entry, path, project, registry, params, places) for entry in project.suites
+    ]
     _check_unique_ids(suites)
-    rubrics = _read_rubrics(path.parent, suites, params)
+    rubrics = _read_rubrics(path.parent, suites, params, places)
     corpus = None
     if project.corpus is not None:
         corpus = load_corpus(inside(path.parent, project.corpus, field="corpus", source=path))
@@ -252,6 +255,7 @@ def _load_suite(
     project: Project,
     registry: CriterionRegistry,
     params: dict[tuple[str, int], BaseModel],
+    places: dict[tuple[str, int], str],
 ) -> Suite:
     files = _suite_files(entry, project_file)
     if not files:
@@ -266,7 +270,11 @@ def _load_suite(
             raw = load_yaml(file)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            place = where(file, line=None if mark is None else mark.line + 1)
+            place = where(
+                file,
+                line=None if mark is None else mark.line + 1,
+                column=None if mark is None else mark.column + 1,
+            )
             problem = getattr(exc, "problem", None) or "invalid YAML"
             raise SuiteError(f"{place}: {problem}") from None
         if not isinstance(raw, dict):
@@ -298,8 +306,9 @@ def _load_suite(
                     if index < shared
                     else f"criteria[{index - shared}]"
                 )
+                places[(case.id, index)] = f"{place}: {field_name}"
                 params[(case.id, index)] = _validate_criterion(
-                    registry, spec, f"{place}: {field_name}"
+                    registry, spec, places[(case.id, index)]
                 )
             cases.append(case)
             case_paths.append(file)
@@ -335,13 +344,18 @@ def _validate_criterion(registry: CriterionRegistry, spec: CriterionSpec, place:
 
 
 def _read_rubrics(
-    directory: Path, suites: Sequence[Suite], params: Mapping[tuple[str, int], BaseModel]
+    directory: Path,
+    suites: Sequence[Suite],
+    params: Mapping[tuple[str, int], BaseModel],
+    places: Mapping[tuple[str, int], str],
 ) -> dict[str, str]:
     """Read every file the criteria name, e.g. rubrics, by their project-relative path.
 
     Raises:
-        OSError: a file cannot be read; the message names the suite file and the case
-            (a test case by its split alone) whose criterion names it.
+        ProjectError: a path leads outside the project directory, or the file is not text.
+        OSError: a file cannot be read.
+        Each message names the suite file, the case (a test case by its number alone) and
+        the criterion whose parameters name the file.
     """
     texts: dict[str, str] = {}
     for suite in suites:
@@ -350,18 +364,16 @@ def _read_rubrics(
                 for reference in _referenced_files(params[(case.id, index)]):
                     if reference in texts:
                         continue
-                    file = suite.case_files.get(case.id, suite.files[0])
+                    place = places[(case.id, index)]
+                    file, _, field_name = place.rpartition(": ")
                     try:
-                        target = inside(
-                            directory, reference, field=f"criteria[{index}]", source=file
-                        )
+                        target = inside(directory, reference, field=field_name, source=Path(file))
                         texts[reference] = read_text(target)
                     except OSError as exc:
-                        who = "a test case" if case.split == "test" else f"case {case.id!r}"
                         reason = exc.strerror or type(exc).__name__
                         raise OSError(
                             exc.errno,
-                            f"{reason} (the rubric of {who} in {file}, criteria[{index}])",
+                            f"{reason} (the rubric of {place})",
                             str(directory / reference),
                         ) from None
     return texts

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -173,18 +174,23 @@ async def grade_run(
         if callable(warm):
             await asyncio.to_thread(warm)
     scoring_dir = archive.new_scoring()
-    total = archive.count_evidence() if progress is not None else 0
-    with frozen_heap():
-        summary = await grade_evidence(
-            loaded,
-            ctx,
-            archive.iter_evidence(),
-            scoring_dir,
-            total=total,
-            prompts=loaded.prompt_shas,
-            offline=offline,
-            progress=progress,
-        )
+    try:
+        total = archive.count_evidence() if progress is not None else 0
+        with frozen_heap():
+            summary = await grade_evidence(
+                loaded,
+                ctx,
+                archive.iter_evidence(),
+                scoring_dir,
+                total=total,
+                prompts=loaded.prompt_shas,
+                offline=offline,
+                progress=progress,
+            )
+    except BaseException:
+        # a grading that did not finish (damaged evidence, Ctrl-C) leaves no scoring behind
+        shutil.rmtree(scoring_dir, ignore_errors=True)
+        raise
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
         summary = summary.model_copy(update={"judge": stats.as_dict()})

@@ -247,9 +247,7 @@ def test_a_baseline_of_another_project_and_runs_without_pairs_are_refused(
         )
         reworded = _project(tmp_path / "reworded", system.url)
         suite = reworded.parent / "suites" / "gates.yaml"
-        suite.write_text(
-            suite.read_text(encoding="utf-8").replace("raag", "raagje"), "utf-8"
-        )
+        suite.write_text(suite.read_text(encoding="utf-8").replace("raag", "raagje"), "utf-8")
         assert (
             invoke(
                 "run", "--project", reworded, "--run-id", "herschreven", "--runs-dir", runs
