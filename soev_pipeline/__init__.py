@@ -7,7 +7,7 @@ command quietly from this first line on; see `soev_pipeline._console`.
 
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"] or _sys.argv[0].endswith("soev-evals"):
+if _sys.orig_argv[1:3] == ["-m", "soev_pipeline"] or _sys.argv[0].endswith("soev-evals"):
     import _signal  # type: ignore[import-not-found]  # built in: loads nothing
     import os as _os
 
