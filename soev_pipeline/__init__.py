@@ -2,7 +2,9 @@
 
 Importing the package does no work: `__version__` is read on first use. When the package
 is imported to run the command (`soev-evals`, `python -m soev_pipeline`), Ctrl-C ends the
-command quietly from this first line on; see `soev_pipeline._console`.
+command quietly from this first line on, until `soev_pipeline.cli.main` takes over:
+importing the command line takes most of a second, and a Ctrl-C in that time would
+otherwise print an import traceback.
 """
 
 import sys as _sys

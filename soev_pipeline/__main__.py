@@ -1,5 +1,5 @@
 """`python -m soev_pipeline`: the soev-evals command."""
 
-from soev_pipeline._console import run
+from soev_pipeline.cli.main import run
 
 run()

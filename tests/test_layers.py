@@ -26,7 +26,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("run",),
     ("orchestration",),
     ("cli",),
-    ("_console",),
     ("__main__",),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

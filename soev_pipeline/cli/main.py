@@ -214,8 +214,8 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
     """Run the command line; return the exit status.
 
     Ctrl-C at any moment ends the command with one line and exit status 130.
-    `restore_sigint` gives Ctrl-C back to Python once the console script's start-up guard
-    (`soev_pipeline._console`) is no longer needed.
+    `restore_sigint` gives Ctrl-C back to Python once the start-up guard that the package
+    installs for the command (see `soev_pipeline/__init__.py`) is no longer needed.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
         return status
 
 
-def run(*, restore_sigint: bool = False) -> NoReturn:
+def run(*, restore_sigint: bool = True) -> NoReturn:
     """The `soev-evals` console script: `main`, then a prompt exit.
 
     Once the command's output is flushed and its files are closed, tearing down the
