@@ -129,3 +129,27 @@ def test_resume_after_an_interrupted_run(tmp_path: Path) -> None:
         missing = set(pairs) - before
         asked = len(system.texts) - texts_before
         assert asked == len(missing) + sum(1 for case, _ in missing if case == "kern-002")
+
+
+def test_a_full_disk_names_the_file_that_could_not_be_written(tmp_path: Path) -> None:
+    import errno
+
+    from soev_pipeline.run.archive import EvidenceWriter
+
+    class FullDisk:
+        closed = False
+
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    path = tmp_path / "evidence.jsonl"
+    writer = EvidenceWriter(path)
+    writer._file.close()
+    writer._file = FullDisk()  # type: ignore[assignment]
+    with pytest.raises(OSError) as raised:
+        writer.append(_evidence("kern-001", 0))
+    assert raised.value.filename == str(path)
+    assert raised.value.errno == errno.ENOSPC
