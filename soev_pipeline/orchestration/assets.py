@@ -5,12 +5,12 @@ and dev case ids only; test cases never appear here.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
 
-from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Report, StatusCounts
@@ -23,35 +23,13 @@ from soev_pipeline.run.service import (
 )
 from soev_pipeline.runtime import BUILTIN, RuntimeSession
 
+from .config import EvaluateConfig, GradeConfig, ReportConfig
 from .io import EvidenceRef, ScoringRef
 from .resources import Progress, RuntimeResource, SoevProject
 
 runs_partitions = dg.DynamicPartitionsDefinition(name="runs")
 RUN_ASSETS_IO = "run_archive_io_manager"
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
-
-
-class EvaluateConfig(dg.Config):
-    """What a run evaluates. Empty `suites` means every suite; no `split` means both."""
-
-    suites: list[str] = []  # noqa: RUF012 - Dagster config fields copy their defaults
-    split: str | None = None
-    k: int = 1
-    runtime: str | None = None
-    resume: bool = False
-
-
-class ReportConfig(dg.Config):
-    """The runtime whose tracker an evaluate run publishes its report to."""
-
-    runtime: str | None = None
-
-
-class GradeConfig(dg.Config):
-    """How the verdicts are graded: `offline` answers judge criteria from the cache only."""
-
-    offline: bool = False
-    runtime: str | None = None
 
 
 def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
@@ -138,19 +116,17 @@ def attempt(
 ) -> dg.Output[EvidenceRef]:
     run_id = context.partition_key
     loaded = project.loaded
-    if config.split not in (None, "dev", "test"):
-        raise ProjectError(f"split must be 'dev', 'test' or empty, not {config.split!r}")
-    split: Literal["dev", "test"] | None = config.split  # type: ignore[assignment]
-    selection = RunSelection(tuple(config.suites), split, config.k)
+    selection = RunSelection(tuple(config.suites), config.split.split, config.k)
     name = config.runtime or loaded.project.runtime
     session = runtime.session
     bindings = session.run(session.bindings(loaded, name, _operation(context), project.state))
     archive = RunArchive(project.runs, run_id)
-    if config.resume:
+    resume = archive.exists() if config.resume is None else config.resume
+    if resume:
         archive.manifest()
-    with archive.locked("resume" if config.resume else "run"):
+    with archive.locked("resume" if resume else "run"):
         prepared = prepare_run(
-            loaded, project.runs, run_id, selection, resume=config.resume, runtime=name or BUILTIN
+            loaded, project.runs, run_id, selection, resume=resume, runtime=name or BUILTIN
         )
         progress.phase(f"{len(prepared.plan)} attempts to run")
         stats = session.run(attempt_run(loaded, prepared, bindings, progress=progress.attempts))
@@ -232,73 +208,80 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     return grade
 
 
-@dg.multi_asset(
-    name="aggregate",
-    outs={
-        "report": dg.AssetOut(
-            io_manager_key=RUN_ASSETS_IO,
-            description="Aggregates per suite, split and criterion; pass@k; the previous run's "
-            "deltas.",
-        )
-    },
-    ins={"verdicts": dg.AssetIn("verdicts")},
-    partitions_def=runs_partitions,
-    check_specs=[
-        dg.AssetCheckSpec(
-            NO_SIGNIFICANT_REGRESSION,
-            asset="report",
-            description=(
-                "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
-                "significantly worse than the previous run: paired sign test, Holm-adjusted "
-                "over the suites, alpha 0.05."
-            ),
-        )
-    ],
-)
-def report(
-    context: dg.AssetExecutionContext,
-    config: ReportConfig,
-    project: dg.ResourceParam[SoevProject],
-    runtime: RuntimeResource,
-    verdicts: Path,
-) -> Iterator[dg.Output[Report] | dg.AssetCheckResult]:
-    """Aggregate the latest scoring into the run's report; an evaluate run also publishes it.
+def build_report_asset(version: str) -> dg.AssetsDefinition:
+    """The `report` asset (op `aggregate`); its code version is that of `verdicts`, so a
+    report made from verdicts graded with outdated prompts is stale as well."""
 
-    The report's metadata carries every pass rate with its 95 % interval, so the asset's
-    plots show the band over the run partitions; the check `no_significant_regression`
-    compares it with the previous run.
-    """
-    archive = RunArchive(project.runs, verdicts.parent.parent.name)
-    with archive.locked("rescore"):
-        built = aggregate_run(archive, verdicts, write=False)
-    if context.job_name == "evaluate":
-        session = runtime.session
-        session.run(_publish(session, project, config.runtime, archive, built))
-    metadata: dict[str, Any] = {}
-    groups = {
-        "overall": built.overall,
-        **built.suites,
-        **{f"split/{name}": figures for name, figures in built.splits.items()},
-    }
-    for name, figures in groups.items():
-        metadata.update(_rate_metadata(name, figures))
-    totals = dict.fromkeys(STATUSES, 0)
-    for counts in built.criteria.values():
-        for status, count in counts.as_dict().items():
-            totals[status] += count
-    metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
-    metadata["criteria"] = dg.MetadataValue.md(_criteria_table(built.criteria))
-    metadata["prompts"] = dg.MetadataValue.json(built.prompts)
-    metadata["archive"] = dg.MetadataValue.path(str(archive.path))
-    previous = built.previous
-    if previous is not None:
-        metadata["previous_run"] = previous.baseline_id
-        metadata["delta/overall"] = _rounded(previous.overall.delta)
-        metadata["p_value/overall"] = _rounded(previous.overall.p_value)
-        metadata["regressions"] = len(previous.regressions)
-        metadata["improvements"] = len(previous.improvements)
-    yield dg.Output(built, output_name="report", metadata=metadata)
-    yield regression_check(previous)
+    @dg.multi_asset(
+        name="aggregate",
+        outs={
+            "report": dg.AssetOut(
+                io_manager_key=RUN_ASSETS_IO,
+                code_version=version,
+                description="Aggregates per suite, split and criterion; pass@k; the previous run's "
+                "deltas.",
+            )
+        },
+        ins={"verdicts": dg.AssetIn("verdicts")},
+        partitions_def=runs_partitions,
+        check_specs=[
+            dg.AssetCheckSpec(
+                NO_SIGNIFICANT_REGRESSION,
+                asset="report",
+                description=(
+                    "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
+                    "significantly worse than the previous run: paired sign test, Holm-adjusted "
+                    "over the suites, alpha 0.05."
+                ),
+            )
+        ],
+    )
+    def report(
+        context: dg.AssetExecutionContext,
+        config: ReportConfig,
+        project: dg.ResourceParam[SoevProject],
+        runtime: RuntimeResource,
+        verdicts: Path,
+    ) -> Iterator[dg.Output[Report] | dg.AssetCheckResult]:
+        """Aggregate the latest scoring into the run's report; an evaluate run also publishes it.
+
+        The report's metadata carries every pass rate with its 95 % interval, so the asset's
+        plots show the band over the run partitions; the check `no_significant_regression`
+        compares it with the previous run.
+        """
+        archive = RunArchive(project.runs, verdicts.parent.parent.name)
+        with archive.locked("rescore"):
+            built = aggregate_run(archive, verdicts, write=False)
+        if _attempted_in_this_run(context):
+            session = runtime.session
+            session.run(_publish(session, project, config.runtime, archive, built))
+        metadata: dict[str, Any] = {}
+        groups = {
+            "overall": built.overall,
+            **built.suites,
+            **{f"split/{name}": figures for name, figures in built.splits.items()},
+        }
+        for name, figures in groups.items():
+            metadata.update(_rate_metadata(name, figures))
+        totals = dict.fromkeys(STATUSES, 0)
+        for counts in built.criteria.values():
+            for status, count in counts.as_dict().items():
+                totals[status] += count
+        metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
+        metadata["criteria"] = dg.MetadataValue.md(_criteria_table(built.criteria))
+        metadata["prompts"] = dg.MetadataValue.json(built.prompts)
+        metadata["archive"] = dg.MetadataValue.path(str(archive.path))
+        previous = built.previous
+        if previous is not None:
+            metadata["previous_run"] = previous.baseline_id
+            metadata["delta/overall"] = _rounded(previous.overall.delta)
+            metadata["p_value/overall"] = _rounded(previous.overall.p_value)
+            metadata["regressions"] = len(previous.regressions)
+            metadata["improvements"] = len(previous.improvements)
+        yield dg.Output(built, output_name="report", metadata=metadata)
+        yield regression_check(previous)
+
+    return report
 
 
 def _rounded(value: float | None) -> float:
@@ -316,7 +299,7 @@ def _rate_metadata(name: str, figures: GroupFigures) -> dict[str, float]:
 
 
 def regression_check(previous: Comparison | None) -> dg.AssetCheckResult:
-    """The result of `no_significant_regression` for a report's comparison with the previous run."""
+    """The `no_significant_regression` result of a report's comparison with the previous run."""
     if previous is None:
         return dg.AssetCheckResult(
             check_name=NO_SIGNIFICANT_REGRESSION,
@@ -359,6 +342,15 @@ def _comparison_table(groups: Mapping[str, PairedGroup]) -> str:
             f"| {group.verdict} |"
         )
     return "\n".join(lines)
+
+
+def _attempted_in_this_run(context: dg.AssetExecutionContext) -> bool:
+    """Whether this Dagster run also made the evidence: then the report is a new run's,
+    and goes to the runtime's tracker, whichever job or backfill ran it."""
+    selection: AbstractSet[dg.AssetKey] | None = context.run.asset_selection
+    if not selection:  # the whole job
+        return str(context.job_name) != "rescore"
+    return dg.AssetKey("evidence") in selection
 
 
 async def _publish(

@@ -9,10 +9,10 @@ import dagster as dg
 from .assets import (
     RUN_ASSETS_IO,
     attempt,
+    build_report_asset,
     build_suites_asset,
     build_verdicts_asset,
     judge_prompts,
-    report,
 )
 from .checks import build_prompts_check
 from .io import RunArchiveIOManager
@@ -36,6 +36,7 @@ def build_definitions(
     version = loaded.prompts_version
     suites = build_suites_asset([suite.name for suite in loaded.suites])
     verdicts = build_verdicts_asset(version)
+    report = build_report_asset(version)
     jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report)
     return dg.Definitions(
         assets=[suites, judge_prompts, attempt, verdicts, report],

@@ -18,6 +18,7 @@ import dagster as dg
 from soev_pipeline.project import ProjectPaths
 
 from .assets import runs_partitions
+from .config import SplitChoice
 from .definitions import build_definitions
 from .jobs import EVALUATE, LOAD_SUITES, RESCORE
 from .resources import Progress, SoevProject
@@ -160,7 +161,7 @@ def evaluate(
         _ensure_partition(instance, run_id)
         config = {
             "suites": list(suites),
-            "split": split,
+            "split": SplitChoice.of(split).value,
             "k": k,
             "runtime": runtime,
             "resume": resume,
