@@ -17,6 +17,7 @@ from .assets import (
 from .checks import build_prompts_check
 from .io import RunArchiveIOManager
 from .jobs import build_jobs, build_nightly_schedule
+from .requests import build_new_evaluation_job, build_request_sensor
 from .resources import Progress, RuntimeResource, SoevProject, load_project
 
 
@@ -38,11 +39,13 @@ def build_definitions(
     verdicts = build_verdicts_asset(version)
     report = build_report_asset(version)
     jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report)
+    new_evaluation = build_new_evaluation_job(project)
     return dg.Definitions(
         assets=[suites, judge_prompts, attempt, verdicts, report],
         asset_checks=[build_prompts_check(version)],
-        jobs=jobs,
-        schedules=[build_nightly_schedule(jobs[0], nightly_cron)],
+        jobs=[*jobs, new_evaluation],
+        schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],
+        sensors=[build_request_sensor(new_evaluation, jobs[0])],
         resources={
             "project": project,
             RUN_ASSETS_IO: RunArchiveIOManager(project.runs),

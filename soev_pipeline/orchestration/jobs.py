@@ -7,8 +7,6 @@ from datetime import UTC
 
 import dagster as dg
 
-from .assets import runs_partitions
-
 EVALUATE = "evaluate"
 RESCORE = "rescore"
 LOAD_SUITES = "load_suites"
@@ -53,12 +51,15 @@ def nightly_run_id(scheduled: object) -> str:
 
 
 def build_nightly_schedule(
-    evaluate: dg.UnresolvedAssetJobDefinition, cron: str | None = None
+    new_evaluation: dg.JobDefinition, cron: str | None = None
 ) -> dg.ScheduleDefinition:
-    """A schedule that adds a run partition and launches `evaluate` on it.
+    """A schedule that asks for a new evaluation run every night (`new_evaluation`).
 
-    The cron comes from `cron`, else `$SOEV_NIGHTLY_CRON`, else 02:00 UTC every day. The
-    schedule starts stopped unless `$SOEV_NIGHTLY` is `on`.
+    Its run id is `nightly-` and the scheduled UTC time. The tick only asks: the partition
+    is added by the `new_evaluation` run it launches, so previewing a tick in the UI
+    changes nothing. The cron comes from `cron`, else `$SOEV_NIGHTLY_CRON`, else 02:00 UTC
+    every day. The schedule starts stopped unless `$SOEV_NIGHTLY` is `on`; once it is
+    turned on or off in the UI, the UI's choice is kept by Dagster and wins.
     """
     cron = cron or os.environ.get("SOEV_NIGHTLY_CRON") or NIGHTLY_CRON
     status = (
@@ -71,13 +72,15 @@ def build_nightly_schedule(
         name="nightly",
         cron_schedule=cron,
         execution_timezone="UTC",
-        job=evaluate,
+        job=new_evaluation,
         default_status=status,
         description="A new evaluation run every night, on every suite and both splits.",
     )
     def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
         run_id = nightly_run_id(context.scheduled_execution_time)
-        context.instance.add_dynamic_partitions(runs_partitions.name or "runs", [run_id])
-        return dg.RunRequest(run_key=run_id, partition_key=run_id)
+        return dg.RunRequest(
+            run_key=run_id,
+            run_config={"ops": {"request_evaluation": {"config": {"run_id": run_id}}}},
+        )
 
     return nightly

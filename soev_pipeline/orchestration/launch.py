@@ -36,6 +36,17 @@ telemetry:
 run_monitoring:
   enabled: true
   poll_interval_seconds: 30
+# Runs launched from the UI leave the queue within a second or two, not five.
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+    dequeue_use_threads: true
+# `start_requested_evaluations` answers a `new_evaluation` within a second or two.
+sensors:
+  use_threads: true
+  num_workers: 2
 """
 
 

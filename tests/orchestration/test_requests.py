@@ -1,0 +1,104 @@
+"""A new evaluation from the UI or the schedule: no partition key to type, no side effect
+on a preview, and `evaluate` started on the partition that the request added."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from soev_pipeline.orchestration import definitions_for
+from soev_pipeline.orchestration.requests import REQUESTED_RUN
+from soev_pipeline.run import RunArchive
+from tests.support.thread_api import FakeThreadAPI
+
+
+def _request(defs: dg.Definitions, instance: dg.DagsterInstance, **config: object):  # type: ignore[no-untyped-def]
+    return defs.resolve_job_def("new_evaluation").execute_in_process(
+        instance=instance,
+        run_config={"ops": {"request_evaluation": {"config": config}}},
+        raise_on_error=False,
+    )
+
+
+def _sensor_requests(defs: dg.Definitions, instance: dg.DagsterInstance, run_id: str) -> list:  # type: ignore[type-arg]
+    run = instance.get_run_by_id(run_id)
+    assert run is not None
+    success = next(
+        entry.dagster_event
+        for entry in instance.all_logs(run_id)
+        if entry.dagster_event is not None
+        and entry.dagster_event.event_type_value == "PIPELINE_SUCCESS"
+    )
+    sensor = defs.resolve_sensor_def("start_requested_evaluations")
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name, dagster_instance=instance, dagster_run=run, dagster_event=success
+    )
+    return list(sensor(context) or [])  # type: ignore[arg-type,operator]
+
+
+def test_a_request_adds_its_partition_and_the_sensor_starts_evaluate(
+    project_path: Path,
+) -> None:
+    defs = definitions_for(project_path)
+    with dg.instance_for_test() as instance:
+        result = _request(defs, instance, suites=["kern"], split="dev", k=2)
+        assert result.success
+        run_id = result.output_for_node("request_evaluation")
+        assert instance.has_dynamic_partition("runs", run_id)
+        assert instance.get_run_by_id(result.run_id).tags[REQUESTED_RUN] == run_id
+        (request,) = _sensor_requests(defs, instance, result.run_id)
+        assert request.partition_key == run_id and request.run_key == run_id
+        attempt = request.run_config["ops"]["attempt"]["config"]
+        assert attempt == {
+            "suites": ["kern"],
+            "split": "dev",
+            "k": 2,
+            "runtime": None,
+            "resume": False,
+        }
+
+
+def test_a_request_names_its_run_and_refuses_a_bad_selection(project_path: Path) -> None:
+    defs = definitions_for(project_path)
+    with dg.instance_for_test() as instance:
+        named = _request(defs, instance, run_id="mijn-run")
+        assert named.output_for_node("request_evaluation") == "mijn-run"
+        unknown = _request(defs, instance, suites=["geen-suite"])
+        assert not unknown.success
+        bad = _request(defs, instance, run_id="Niet Geldig")
+        assert not bad.success
+        assert instance.get_dynamic_partitions("runs") == ["mijn-run"]
+
+
+def test_previewing_the_nightly_tick_adds_no_partition(project_path: Path) -> None:
+    defs = definitions_for(project_path)
+    schedule = defs.resolve_schedule_def("nightly")
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=datetime(2026, 12, 1, 2, tzinfo=UTC)
+        )
+        request = schedule.evaluate_tick(context).run_requests[0]  # type: ignore[index]
+        assert instance.get_dynamic_partitions("runs") == []
+        assert request.run_config["ops"]["request_evaluation"]["config"] == {
+            "run_id": "nightly-20261201t020000z"
+        }
+        assert schedule.job_name == "new_evaluation"
+
+
+@pytest.mark.e2e
+def test_evaluate_on_an_archived_partition_resumes_it(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    defs = definitions_for(project_path)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("runs", ["twee"])
+        job = defs.resolve_job_def("evaluate")
+        assert job.execute_in_process(instance=instance, partition_key="twee").success
+        asked = len(system.texts)
+        again = job.execute_in_process(instance=instance, partition_key="twee")
+        assert again.success and len(system.texts) == asked
+        archive = RunArchive(project_path.parent / "runs", "twee")
+        assert [path.name for path in archive.scorings()] == ["0001", "0002"]
