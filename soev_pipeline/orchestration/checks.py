@@ -60,3 +60,44 @@ def build_prompts_check(current: str) -> dg.AssetChecksDefinition:
         )
 
     return graded_with_current_prompts
+
+
+PROMPTS_CHECK_JOB = "check_prompts"
+
+
+def recorded_prompts_version(instance: dg.DagsterInstance) -> str | None:
+    """The prompts version of the latest `judge_prompts` materialization, or None."""
+    result = instance.fetch_materializations(dg.AssetKey("judge_prompts"), limit=1)
+    if not result.records:
+        return None
+    materialization = result.records[0].asset_materialization
+    value = materialization.metadata.get("prompts_version") if materialization else None
+    recorded = getattr(value, "value", value)
+    return recorded if isinstance(recorded, str) else None
+
+
+def build_prompts_watch(
+    current: str, check_prompts: "dg.UnresolvedAssetJobDefinition"
+) -> dg.SensorDefinition:
+    """A sensor that runs `check_prompts` as soon as the prompts differ from the recorded ones.
+
+    So when a judge prompt or rubric changes (and the code location reloads), the UI shows
+    the new hashes on `judge_prompts` and the failing `graded_with_current_prompts` check on
+    `verdicts` without anyone running them by hand.
+    """
+
+    @dg.sensor(
+        name="prompts_watch",
+        job=check_prompts,
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Records changed judge prompts and rubrics, and checks which runs were "
+        "graded with the old ones.",
+    )
+    def prompts_watch(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        recorded = recorded_prompts_version(context.instance)
+        if recorded == current:
+            return dg.SkipReason(f"the prompts are recorded as they are ({current})")
+        return dg.RunRequest(run_key=f"prompts-{current}")
+
+    return prompts_watch

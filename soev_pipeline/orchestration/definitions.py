@@ -14,7 +14,7 @@ from .assets import (
     build_verdicts_asset,
     judge_prompts,
 )
-from .checks import build_prompts_check
+from .checks import build_prompts_check, build_prompts_watch
 from .io import RunArchiveIOManager
 from .jobs import build_jobs, build_nightly_schedule
 from .requests import build_new_evaluation_job, build_request_sensor
@@ -45,7 +45,10 @@ def build_definitions(
         asset_checks=[build_prompts_check(version)],
         jobs=[*jobs, new_evaluation],
         schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],
-        sensors=[build_request_sensor(new_evaluation, jobs[0])],
+        sensors=[
+            build_request_sensor(new_evaluation, jobs[0]),
+            build_prompts_watch(version, jobs[3]),
+        ],
         resources={
             "project": project,
             RUN_ASSETS_IO: RunArchiveIOManager(project.runs),

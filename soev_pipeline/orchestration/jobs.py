@@ -7,6 +7,8 @@ from datetime import UTC
 
 import dagster as dg
 
+from .checks import PROMPTS_CHECK_JOB
+
 EVALUATE = "evaluate"
 RESCORE = "rescore"
 LOAD_SUITES = "load_suites"
@@ -39,7 +41,15 @@ def build_jobs(
         executor_def=dg.in_process_executor,
         description="Validate a suite and record the digests of its cases.",
     )
-    return [evaluate, rescore, load_suites]
+    check_prompts = dg.define_asset_job(
+        PROMPTS_CHECK_JOB,
+        selection=dg.AssetSelection.assets(judge_prompts)
+        | dg.AssetSelection.checks_for_assets(verdicts),
+        executor_def=dg.in_process_executor,
+        description="Record the judge prompts and rubrics, and check which runs were graded "
+        "with other ones.",
+    )
+    return [evaluate, rescore, load_suites, check_prompts]
 
 
 def nightly_run_id(scheduled: object) -> str:

@@ -163,11 +163,11 @@ def _check_evaluation(record: Any) -> Any:
     return None
 
 
-def test_nightly_schedule_adds_a_partition(project_path: Path) -> None:
+def test_the_nightly_schedule_asks_for_a_named_run_at_its_cron(project_path: Path) -> None:
     defs = build_definitions(project_path, nightly_cron="30 3 * * *")
-    schedule = defs.resolve_schedule_def("nightly")
-    assert schedule.cron_schedule == "30 3 * * *"
     with dg.instance_for_test() as instance:
+        schedule = defs.resolve_schedule_def("nightly")
+        assert schedule.cron_schedule == "30 3 * * *"
         context = dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=datetime(2026, 11, 30, 3, 30, tzinfo=UTC),
@@ -175,8 +175,7 @@ def test_nightly_schedule_adds_a_partition(project_path: Path) -> None:
         )
         request = schedule.evaluate_tick(context).run_requests
         assert request is not None and len(request) == 1
-        assert request[0].partition_key == "nightly-20261130t033000z"
-        assert instance.has_dynamic_partition("runs", "nightly-20261130t033000z")
+        assert request[0].run_key == "nightly-20261130t033000z"
 
 
 def _seal_and_change(project_path: Path) -> None:

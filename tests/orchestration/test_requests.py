@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from soev_pipeline.orchestration import definitions_for
+from soev_pipeline.orchestration.checks import build_prompts_watch
 from soev_pipeline.orchestration.requests import REQUESTED_RUN
 from soev_pipeline.run import RunArchive
 from tests.support.thread_api import FakeThreadAPI
@@ -75,8 +76,8 @@ def test_a_request_names_its_run_and_refuses_a_bad_selection(project_path: Path)
 
 def test_previewing_the_nightly_tick_adds_no_partition(project_path: Path) -> None:
     defs = definitions_for(project_path)
-    schedule = defs.resolve_schedule_def("nightly")
     with dg.instance_for_test() as instance:
+        schedule = defs.resolve_schedule_def("nightly")
         context = dg.build_schedule_context(
             instance=instance, scheduled_execution_time=datetime(2026, 12, 1, 2, tzinfo=UTC)
         )
@@ -102,3 +103,21 @@ def test_evaluate_on_an_archived_partition_resumes_it(
         assert again.success and len(system.texts) == asked
         archive = RunArchive(project_path.parent / "runs", "twee")
         assert [path.name for path in archive.scorings()] == ["0001", "0002"]
+
+
+def test_the_prompts_watch_runs_the_check_once_per_prompt_version(project_path: Path) -> None:
+    defs = definitions_for(project_path)
+    with dg.instance_for_test() as instance:
+        watch = defs.resolve_sensor_def("prompts_watch")
+        job = defs.resolve_job_def("check_prompts")
+        with dg.build_sensor_context(instance=instance) as context:
+            assert len(watch.evaluate_tick(context).run_requests or []) == 1
+        assert job.execute_in_process(instance=instance).success
+        with dg.build_sensor_context(instance=instance) as context:
+            tick = watch.evaluate_tick(context)
+            assert not tick.run_requests and tick.skip_message
+        unresolved = next(job for job in defs.jobs or [] if job.name == "check_prompts")
+        edited = build_prompts_watch("another-version", unresolved)  # type: ignore[arg-type]
+        with dg.build_sensor_context(instance=instance) as context:
+            (request,) = edited.evaluate_tick(context).run_requests or []
+            assert request.run_key == "prompts-another-version"
