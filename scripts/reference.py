@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:`port`."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
 @contextmanager
-def reference_assistant(*options: str) -> Iterator[str]:
-    """Run `soev-evals serve-reference` on a free port; yield its URL; stop it afterwards."""
+def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
+    """Run `soev-evals serve-reference` on `port` (0: a free one); yield its URL; stop it."""
     command: Sequence[str] = [
         sys.executable,
         "-m",
         "soev_pipeline",
         "serve-reference",
         "--port",
-        "0",
+        str(port),
         *options,
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from reference import reference_assistant
+from reference import port_is_free, reference_assistant
 
 from soev_pipeline.orchestration.launch import ensure_instance
 from soev_pipeline.project import ProjectPaths
 
 ROOT = Path(__file__).resolve().parents[1]
+DEMO_PORT = 8765
 
 
 def main() -> int:
@@ -27,7 +28,10 @@ def main() -> int:
     paths = ProjectPaths.of(project, os.environ.get("SOEV_RUNS_DIR") or None)
     project, home = paths.project_file, ensure_instance(paths.dagster_home)
     dagster = Path(sys.executable).with_name("dagster")
-    with reference_assistant() as url:
+    # The demo project's default address, so that `soev-evals run` from another shell
+    # reaches the same assistant without SOEV_DEMO_URL; a free port when it is taken.
+    port = DEMO_PORT if port_is_free(DEMO_PORT) else 0
+    with reference_assistant(port=port) as url:
         env = {
             **os.environ,
             "SOEV_DEMO_URL": url,
@@ -35,6 +39,12 @@ def main() -> int:
             "DAGSTER_HOME": str(home),
         }
         print(f"reference assistant at {url}; Dagster instance in {home}", file=sys.stderr)
+        if port != DEMO_PORT:
+            print(
+                f"port {DEMO_PORT} is taken: for soev-evals in another shell, "
+                f"export SOEV_DEMO_URL={url} DAGSTER_HOME={home}",
+                file=sys.stderr,
+            )
         command = [str(dagster), "dev", "-w", str(ROOT / "workspace.yaml"), *sys.argv[1:]]
         try:
             return subprocess.call(command, env=env, cwd=ROOT)
