@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dagster as dg
 
@@ -38,7 +39,8 @@ def build_definitions(
     suites = build_suites_asset([suite.name for suite in loaded.suites])
     verdicts = build_verdicts_asset(version)
     report = build_report_asset(version)
-    jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report)
+    system = urlsplit(loaded.project.system.url).netloc
+    jobs = build_jobs(suites, judge_prompts, attempt, verdicts, report, system=system)
     new_evaluation = build_new_evaluation_job(project)
     return dg.Definitions(
         assets=[suites, judge_prompts, attempt, verdicts, report],

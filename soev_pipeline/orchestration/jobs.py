@@ -15,18 +15,29 @@ LOAD_SUITES = "load_suites"
 NIGHTLY_CRON = "0 2 * * *"
 
 
+SYSTEM_TAG = "soev/system"
+"""The host and port of the system under test: a run queue limit on this tag keeps projects
+that share one assistant from overloading it (see docs/deploy.md)."""
+
+
 def build_jobs(
     suites: dg.AssetsDefinition,
     judge_prompts: dg.AssetsDefinition,
     evidence: dg.AssetsDefinition,
     verdicts: dg.AssetsDefinition,
     report: dg.AssetsDefinition,
+    *,
+    system: str = "",
 ) -> list[dg.UnresolvedAssetJobDefinition]:
-    """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again."""
+    """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again.
+
+    `evaluate` runs carry the tag `soev/system` with the system's `host:port`.
+    """
     evaluate = dg.define_asset_job(
         EVALUATE,
         selection=dg.AssetSelection.assets(judge_prompts, evidence, verdicts, report),
         executor_def=dg.in_process_executor,
+        tags={SYSTEM_TAG: system} if system else None,
         description="Attempt every selected case k times, grade the evidence, and report.",
     )
     rescore = dg.define_asset_job(

@@ -1,0 +1,141 @@
+"""`dagster dev` on a project, as a person would run it, and its GraphQL API.
+
+`DagsterUI(project, home)` starts the webserver and the daemon on a free port of 127.0.0.1
+for the project (through the repository's workspace.yaml and `$SOEV_PROJECT`), waits until
+the code location has loaded, and stops the whole process group afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+LOCATION = "soev-pipeline"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class DagsterUI:
+    def __init__(self, project: Path, home: Path, **env: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = home / "dagster-dev.log"
+        self._env = {
+            **os.environ,
+            "SOEV_PROJECT": str(project),
+            "DAGSTER_HOME": str(home),
+            **env,
+        }
+
+    def __enter__(self) -> DagsterUI:
+        dagster = Path(sys.executable).with_name("dagster")
+        command = [str(dagster), "dev", "-w", str(REPO / "workspace.yaml"), "-p", str(self.port)]
+        self._log = self.log.open("w")
+        self._process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=self._env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"dagster dev ended: {self.log.read_text()[-2000:]}")
+            try:
+                if self.location_loaded():
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError("dagster dev did not load the code location in time")
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            os.killpg(self._process.pid, signal.SIGINT)
+            self._process.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=10)
+        finally:
+            self._log.close()
+
+    def query(self, query: str, **variables: Any) -> Any:
+        request = urllib.request.Request(
+            f"{self.url}/graphql",
+            data=json.dumps({"query": query, "variables": variables}).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.load(response)
+        if answer.get("errors"):
+            raise RuntimeError(answer["errors"])
+        return answer["data"]
+
+    def location_loaded(self) -> bool:
+        data = self.query(
+            "{ workspaceOrError { ... on Workspace { locationEntries { name "
+            "locationOrLoadError { __typename } } } } }"
+        )
+        entries = data["workspaceOrError"]["locationEntries"]
+        return any(
+            entry["locationOrLoadError"]
+            and entry["locationOrLoadError"]["__typename"] == "RepositoryLocation"
+            for entry in entries
+        )
+
+    def launch(self, job: str, run_config: dict[str, Any] | None = None, **tags: str) -> str:
+        params: dict[str, Any] = {
+            "selector": {
+                "repositoryLocationName": LOCATION,
+                "repositoryName": "__repository__",
+                "jobName": job,
+            },
+            "runConfigData": run_config or {},
+        }
+        if tags:
+            params["executionMetadata"] = {
+                "tags": [{"key": key, "value": value} for key, value in tags.items()]
+            }
+        data = self.query(
+            "mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename "
+            "... on LaunchRunSuccess { run { runId } } ... on PythonError { message } "
+            "... on RunConfigValidationInvalid { errors { message } } } }",
+            p=params,
+        )
+        answer = data["launchRun"]
+        if answer["__typename"] != "LaunchRunSuccess":
+            raise RuntimeError(answer)
+        return str(answer["run"]["runId"])
+
+    def runs(self) -> list[dict[str, Any]]:
+        data = self.query(
+            "{ runsOrError(limit: 100) { ... on Runs { results { runId jobName status "
+            "startTime endTime tags { key value } } } } }"
+        )
+        return list(data["runsOrError"]["results"])
+
+    def wait_for(self, done: Any, timeout: float = 180) -> list[dict[str, Any]]:
+        """Poll the runs until `done(runs)` is true; return them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = self.runs()
+            if done(runs):
+                return runs
+            time.sleep(0.5)
+        raise TimeoutError(f"runs did not finish in time: {self.runs()}")
