@@ -25,38 +25,56 @@ from soev_pipeline.runtime import BUILTIN, RuntimeSession
 
 from .config import EvaluateConfig, GradeConfig, ReportConfig
 from .io import EvidenceRef, ScoringRef
+from .names import PLAIN, Names
 from .resources import Progress, RuntimeResource, SoevProject
 
-runs_partitions = dg.DynamicPartitionsDefinition(name="runs")
 RUN_ASSETS_IO = "run_archive_io_manager"
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
+runs_partitions = PLAIN.runs_partitions
+"""The run partitions of a location with one project."""
 
 
-def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
+class Resources:
+    """The resources of one project's ops, by the project's own keys (see `Names`)."""
+
+    def __init__(self, context: dg.AssetExecutionContext, names: Names) -> None:
+        resources = context.resources
+        self.project: SoevProject = getattr(resources, names("project"))
+        self.runtime: RuntimeResource = resources.runtime
+        self.progress: Progress = resources.progress
+
+
+def resource_keys(names: Names, *, runtime: bool = True) -> set[str]:
+    keys = {names("project")}
+    return keys | {"runtime", "progress"} if runtime else keys
+
+
+def build_suites_asset(suite_names: Sequence[str], names: Names = PLAIN) -> dg.AssetsDefinition:
     """The `suites` asset (op `load`), partitioned by the project's suite names."""
 
     partitions = dg.StaticPartitionsDefinition(list(suite_names))
 
     @dg.multi_asset(
-        name="load",
+        name=names("load"),
         specs=[
             dg.AssetSpec(
-                "suites",
+                names.key("suites"),
                 kinds={"yaml"},
+                group_name=names.group,
                 description="The validated cases of one suite, and their digests.",
             )
         ],
         partitions_def=partitions,
+        required_resource_keys=resource_keys(names, runtime=False),
     )
-    def load(
-        context: dg.AssetExecutionContext, project: dg.ResourceParam[SoevProject]
-    ) -> dg.MaterializeResult[None]:
+    def load(context: dg.AssetExecutionContext) -> dg.MaterializeResult[None]:
+        project: SoevProject = getattr(context.resources, names("project"))
         loaded = project.loaded
         suite = loaded.suite(context.partition_key)
         dev = [case for case in suite.cases if case.split == "dev"]
         test = len(suite.cases) - len(dev)
         return dg.MaterializeResult(
-            asset_key="suites",
+            asset_key=names.key("suites"),
             metadata={
                 "cases": len(suite.cases),
                 "dev_cases": len(dev),
@@ -75,51 +93,74 @@ def build_suites_asset(suite_names: Sequence[str]) -> dg.AssetsDefinition:
     return load
 
 
-@dg.multi_asset(
-    name="load_prompts",
-    specs=[
-        dg.AssetSpec(
-            "judge_prompts",
-            kinds={"markdown"},
-            description="The judge prompts and rubrics the project uses, with their SHA-256.",
-        )
-    ],
-)
-def judge_prompts(project: dg.ResourceParam[SoevProject]) -> dg.MaterializeResult[None]:
-    """Record the hashes of the judge prompts and rubrics; their digest is the data version."""
-    shas = project.loaded.prompt_shas
-    version = project.loaded.prompts_version
-    return dg.MaterializeResult(
-        asset_key="judge_prompts",
-        metadata={"prompts_version": version, **{name: sha for name, sha in shas.items()}},
-        data_version=dg.DataVersion(version),
+def build_judge_prompts_asset(names: Names = PLAIN) -> dg.AssetsDefinition:
+    """The `judge_prompts` asset (op `load_prompts`)."""
+
+    @dg.multi_asset(
+        name=names("load_prompts"),
+        specs=[
+            dg.AssetSpec(
+                names.key("judge_prompts"),
+                kinds={"markdown"},
+                group_name=names.group,
+                description="The judge prompts and rubrics the project uses, with their SHA-256.",
+            )
+        ],
+        required_resource_keys=resource_keys(names, runtime=False),
     )
-
-
-@dg.multi_asset(
-    name="attempt",
-    outs={
-        "evidence": dg.AssetOut(
-            io_manager_key=RUN_ASSETS_IO,
-            description="Every attempt's turns, replies, citations, usage and failures.",
+    def judge_prompts(context: dg.AssetExecutionContext) -> dg.MaterializeResult[None]:
+        """Record the hashes of the judge prompts and rubrics; their digest is the data
+        version."""
+        project: SoevProject = getattr(context.resources, names("project"))
+        shas = project.loaded.prompt_shas
+        version = project.loaded.prompts_version
+        return dg.MaterializeResult(
+            asset_key=names.key("judge_prompts"),
+            metadata={"prompts_version": version, **{name: sha for name, sha in shas.items()}},
+            data_version=dg.DataVersion(version),
         )
-    },
-    partitions_def=runs_partitions,
-    deps=[dg.AssetDep("suites", partition_mapping=dg.AllPartitionMapping())],
-)
-def attempt(
-    context: dg.AssetExecutionContext,
-    config: EvaluateConfig,
-    project: dg.ResourceParam[SoevProject],
-    runtime: RuntimeResource,
-    progress: dg.ResourceParam[Progress],
+
+    return judge_prompts
+
+
+def build_evidence_asset(names: Names = PLAIN) -> dg.AssetsDefinition:
+    """The `evidence` asset (op `attempt`), partitioned by run id."""
+
+    @dg.multi_asset(
+        name=names("attempt"),
+        outs={
+            "evidence": dg.AssetOut(
+                key=names.key("evidence"),
+                io_manager_key=names(RUN_ASSETS_IO),
+                group_name=names.group,
+                description="Every attempt's turns, replies, citations, usage and failures.",
+            )
+        },
+        partitions_def=names.runs_partitions,
+        deps=[dg.AssetDep(names.key("suites"), partition_mapping=dg.AllPartitionMapping())],
+        required_resource_keys=resource_keys(names),
+    )
+    def attempt(
+        context: dg.AssetExecutionContext, config: EvaluateConfig
+    ) -> dg.Output[EvidenceRef]:
+        resources = Resources(context, names)
+        return _attempt(context, config, resources, names)
+
+    return attempt
+
+
+def _attempt(
+    context: dg.AssetExecutionContext, config: EvaluateConfig, resources: Resources, names: Names
 ) -> dg.Output[EvidenceRef]:
+    project, runtime, progress = resources.project, resources.runtime, resources.progress
     run_id = context.partition_key
     loaded = project.loaded
     selection = RunSelection(tuple(config.suites), config.split.split, config.k)
     name = config.runtime or loaded.project.runtime
     session = runtime.session
-    bindings = session.run(session.bindings(loaded, name, _operation(context), project.state))
+    bindings = session.run(
+        session.bindings(loaded, name, _operation(context, names), project.state)
+    )
     archive = RunArchive(project.runs, run_id)
     resume = archive.exists() if config.resume is None else config.resume
     if resume:
@@ -147,37 +188,37 @@ def attempt(
     )
 
 
-def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
+def build_verdicts_asset(version: str, names: Names = PLAIN) -> dg.AssetsDefinition:
     """The `verdicts` asset (op `grade`); its code version is the digest of the prompt hashes."""
 
     @dg.multi_asset(
-        name="grade",
+        name=names("grade"),
         outs={
             "verdicts": dg.AssetOut(
-                io_manager_key=RUN_ASSETS_IO,
+                key=names.key("verdicts"),
+                io_manager_key=names(RUN_ASSETS_IO),
                 code_version=version,
+                group_name=names.group,
                 description="One verdict per attempt and criterion, with each attempt's score.",
             )
         },
-        ins={"evidence": dg.AssetIn("evidence")},
-        partitions_def=runs_partitions,
-        deps=["judge_prompts"],
+        ins={"evidence": dg.AssetIn(names.key("evidence"))},
+        partitions_def=names.runs_partitions,
+        deps=[names.key("judge_prompts")],
+        required_resource_keys=resource_keys(names),
     )
     def grade(
-        context: dg.AssetExecutionContext,
-        config: GradeConfig,
-        project: dg.ResourceParam[SoevProject],
-        runtime: RuntimeResource,
-        progress: dg.ResourceParam[Progress],
-        evidence: RunArchive,
+        context: dg.AssetExecutionContext, config: GradeConfig, evidence: RunArchive
     ) -> dg.Output[ScoringRef]:
+        resources = Resources(context, names)
+        project, runtime, progress = resources.project, resources.runtime, resources.progress
         loaded = project.loaded
         session = runtime.session
 
         async def score() -> Any:
             name = config.runtime or loaded.project.runtime
             bindings = await session.bindings(
-                loaded, name, _operation(context), project.state, offline=config.offline
+                loaded, name, _operation(context, names), project.state, offline=config.offline
             )
             progress.phase("grading")
             return await grade_run(
@@ -208,26 +249,29 @@ def build_verdicts_asset(version: str) -> dg.AssetsDefinition:
     return grade
 
 
-def build_report_asset(version: str) -> dg.AssetsDefinition:
+def build_report_asset(version: str, names: Names = PLAIN) -> dg.AssetsDefinition:
     """The `report` asset (op `aggregate`); its code version is that of `verdicts`, so a
     report made from verdicts graded with outdated prompts is stale as well."""
 
     @dg.multi_asset(
-        name="aggregate",
+        name=names("aggregate"),
         outs={
             "report": dg.AssetOut(
-                io_manager_key=RUN_ASSETS_IO,
+                key=names.key("report"),
+                io_manager_key=names(RUN_ASSETS_IO),
                 code_version=version,
+                group_name=names.group,
                 description="Aggregates per suite, split and criterion; pass@k; the previous run's "
                 "deltas.",
             )
         },
-        ins={"verdicts": dg.AssetIn("verdicts")},
-        partitions_def=runs_partitions,
+        ins={"verdicts": dg.AssetIn(names.key("verdicts"))},
+        partitions_def=names.runs_partitions,
+        required_resource_keys=resource_keys(names),
         check_specs=[
             dg.AssetCheckSpec(
                 NO_SIGNIFICANT_REGRESSION,
-                asset="report",
+                asset=names.key("report"),
                 description=(
                     "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
                     "significantly worse than the previous run: paired sign test, Holm-adjusted "
@@ -237,11 +281,7 @@ def build_report_asset(version: str) -> dg.AssetsDefinition:
         ],
     )
     def report(
-        context: dg.AssetExecutionContext,
-        config: ReportConfig,
-        project: dg.ResourceParam[SoevProject],
-        runtime: RuntimeResource,
-        verdicts: Path,
+        context: dg.AssetExecutionContext, config: ReportConfig, verdicts: Path
     ) -> Iterator[dg.Output[Report] | dg.AssetCheckResult]:
         """Aggregate the latest scoring into the run's report; an evaluate run also publishes it.
 
@@ -249,10 +289,12 @@ def build_report_asset(version: str) -> dg.AssetsDefinition:
         plots show the band over the run partitions; the check `no_significant_regression`
         compares it with the previous run.
         """
+        resources = Resources(context, names)
+        project, runtime = resources.project, resources.runtime
         archive = RunArchive(project.runs, verdicts.parent.parent.name)
         with archive.locked("rescore"):
             built = aggregate_run(archive, verdicts, write=False)
-        if _attempted_in_this_run(context):
+        if _attempted_in_this_run(context, names):
             session = runtime.session
             session.run(_publish(session, project, config.runtime, archive, built))
         metadata: dict[str, Any] = {}
@@ -279,7 +321,7 @@ def build_report_asset(version: str) -> dg.AssetsDefinition:
             metadata["regressions"] = len(previous.regressions)
             metadata["improvements"] = len(previous.improvements)
         yield dg.Output(built, output_name="report", metadata=metadata)
-        yield regression_check(previous)
+        yield regression_check(previous, names)
 
     return report
 
@@ -298,10 +340,11 @@ def _rate_metadata(name: str, figures: GroupFigures) -> dict[str, float]:
     }
 
 
-def regression_check(previous: Comparison | None) -> dg.AssetCheckResult:
+def regression_check(previous: Comparison | None, names: Names = PLAIN) -> dg.AssetCheckResult:
     """The `no_significant_regression` result of a report's comparison with the previous run."""
     if previous is None:
         return dg.AssetCheckResult(
+            asset_key=names.key("report"),
             check_name=NO_SIGNIFICANT_REGRESSION,
             passed=True,
             description="no previous run of this project to compare with",
@@ -310,6 +353,7 @@ def regression_check(previous: Comparison | None) -> dg.AssetCheckResult:
     groups.update({f"split {name}": group for name, group in previous.splits.items()})
     regressed = [name for name, group in groups.items() if group.verdict == "regressed"]
     return dg.AssetCheckResult(
+        asset_key=names.key("report"),
         check_name=NO_SIGNIFICANT_REGRESSION,
         passed=not regressed,
         severity=dg.AssetCheckSeverity.ERROR,
@@ -344,13 +388,13 @@ def _comparison_table(groups: Mapping[str, PairedGroup]) -> str:
     return "\n".join(lines)
 
 
-def _attempted_in_this_run(context: dg.AssetExecutionContext) -> bool:
+def _attempted_in_this_run(context: dg.AssetExecutionContext, names: Names) -> bool:
     """Whether this Dagster run also made the evidence: then the report is a new run's,
     and goes to the runtime's tracker, whichever job or backfill ran it."""
     selection: AbstractSet[dg.AssetKey] | None = context.run.asset_selection
     if not selection:  # the whole job
-        return str(context.job_name) != "rescore"
-    return dg.AssetKey("evidence") in selection
+        return str(context.job_name) != names("rescore")
+    return names.key("evidence") in selection
 
 
 async def _publish(
@@ -369,9 +413,9 @@ async def _publish(
         await bindings.tracker.publish(manifest=public, report=built.model_dump(mode="json"))
 
 
-def _operation(context: dg.AssetExecutionContext) -> Literal["run", "rescore"]:
+def _operation(context: dg.AssetExecutionContext, names: Names) -> Literal["run", "rescore"]:
     """`rescore` in the rescore job; `run` wherever evidence may be made."""
-    return "rescore" if context.job_name == "rescore" else "run"
+    return "rescore" if context.job_name == names("rescore") else "run"
 
 
 def _criteria_table(criteria: Mapping[str, StatusCounts]) -> str:

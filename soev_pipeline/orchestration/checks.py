@@ -2,17 +2,19 @@
 
 import dagster as dg
 
-VERDICTS = dg.AssetKey("verdicts")
+from .names import PLAIN, Names
+
 CODE_VERSION_TAG = "dagster/code_version"
 
 
-def latest_versions(instance: dg.DagsterInstance) -> dict[str, str | None]:
+def latest_versions(instance: dg.DagsterInstance, names: Names = PLAIN) -> dict[str, str | None]:
     """The code version of the latest materialization of each verdicts partition."""
     latest: dict[str, str | None] = {}
     cursor = None
+    key = names.key("verdicts")
     while True:
         result = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=VERDICTS), limit=500, cursor=cursor, ascending=True
+            dg.AssetRecordsFilter(asset_key=key), limit=500, cursor=cursor, ascending=True
         )
         for record in result.records:
             materialization = record.asset_materialization
@@ -26,11 +28,11 @@ def latest_versions(instance: dg.DagsterInstance) -> dict[str, str | None]:
         cursor = result.cursor
 
 
-def build_prompts_check(current: str) -> dg.AssetChecksDefinition:
+def build_prompts_check(current: str, names: Names = PLAIN) -> dg.AssetChecksDefinition:
     """A check on `verdicts` that lists the run partitions graded with outdated prompts."""
 
     @dg.asset_check(
-        asset=VERDICTS,
+        asset=names.key("verdicts"),
         name="graded_with_current_prompts",
         blocking=False,
         description=(
@@ -39,7 +41,7 @@ def build_prompts_check(current: str) -> dg.AssetChecksDefinition:
         ),
     )
     def graded_with_current_prompts(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        versions = latest_versions(context.instance)
+        versions = latest_versions(context.instance, names)
         outdated = sorted(run for run, version in versions.items() if version != current)
         return dg.AssetCheckResult(
             passed=not outdated,
@@ -65,9 +67,9 @@ def build_prompts_check(current: str) -> dg.AssetChecksDefinition:
 PROMPTS_CHECK_JOB = "check_prompts"
 
 
-def recorded_prompts_version(instance: dg.DagsterInstance) -> str | None:
+def recorded_prompts_version(instance: dg.DagsterInstance, names: Names = PLAIN) -> str | None:
     """The prompts version of the latest `judge_prompts` materialization, or None."""
-    result = instance.fetch_materializations(dg.AssetKey("judge_prompts"), limit=1)
+    result = instance.fetch_materializations(names.key("judge_prompts"), limit=1)
     if not result.records:
         return None
     materialization = result.records[0].asset_materialization
@@ -77,7 +79,7 @@ def recorded_prompts_version(instance: dg.DagsterInstance) -> str | None:
 
 
 def build_prompts_watch(
-    current: str, check_prompts: "dg.UnresolvedAssetJobDefinition"
+    current: str, check_prompts: "dg.UnresolvedAssetJobDefinition", names: Names = PLAIN
 ) -> dg.SensorDefinition:
     """A sensor that runs `check_prompts` as soon as the prompts differ from the recorded ones.
 
@@ -87,7 +89,7 @@ def build_prompts_watch(
     """
 
     @dg.sensor(
-        name="prompts_watch",
+        name=names("prompts_watch"),
         job=check_prompts,
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
@@ -95,7 +97,7 @@ def build_prompts_watch(
         "graded with the old ones.",
     )
     def prompts_watch(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-        recorded = recorded_prompts_version(context.instance)
+        recorded = recorded_prompts_version(context.instance, names)
         if recorded == current:
             return dg.SkipReason(f"the prompts are recorded as they are ({current})")
         return dg.RunRequest(run_key=f"prompts-{current}")

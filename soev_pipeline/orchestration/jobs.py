@@ -8,6 +8,7 @@ from datetime import UTC
 import dagster as dg
 
 from .checks import PROMPTS_CHECK_JOB
+from .names import PLAIN, Names
 
 EVALUATE = "evaluate"
 RESCORE = "rescore"
@@ -28,32 +29,33 @@ def build_jobs(
     report: dg.AssetsDefinition,
     *,
     system: str = "",
+    names: Names = PLAIN,
 ) -> list[dg.UnresolvedAssetJobDefinition]:
     """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again.
 
     `evaluate` runs carry the tag `soev/system` with the system's `host:port`.
     """
     evaluate = dg.define_asset_job(
-        EVALUATE,
+        names(EVALUATE),
         selection=dg.AssetSelection.assets(judge_prompts, evidence, verdicts, report),
         executor_def=dg.in_process_executor,
         tags={SYSTEM_TAG: system} if system else None,
         description="Attempt every selected case k times, grade the evidence, and report.",
     )
     rescore = dg.define_asset_job(
-        RESCORE,
+        names(RESCORE),
         selection=dg.AssetSelection.assets(judge_prompts, verdicts, report),
         executor_def=dg.in_process_executor,
         description="Grade a run's archived evidence with the current criteria and prompts.",
     )
     load_suites = dg.define_asset_job(
-        LOAD_SUITES,
+        names(LOAD_SUITES),
         selection=dg.AssetSelection.assets(suites),
         executor_def=dg.in_process_executor,
         description="Validate a suite and record the digests of its cases.",
     )
     check_prompts = dg.define_asset_job(
-        PROMPTS_CHECK_JOB,
+        names(PROMPTS_CHECK_JOB),
         selection=dg.AssetSelection.assets(judge_prompts)
         | dg.AssetSelection.checks_for_assets(verdicts),
         executor_def=dg.in_process_executor,
@@ -72,7 +74,7 @@ def nightly_run_id(scheduled: object) -> str:
 
 
 def build_nightly_schedule(
-    new_evaluation: dg.JobDefinition, cron: str | None = None
+    new_evaluation: dg.JobDefinition, cron: str | None = None, names: Names = PLAIN
 ) -> dg.ScheduleDefinition:
     """A schedule that asks for a new evaluation run every night (`new_evaluation`).
 
@@ -90,7 +92,7 @@ def build_nightly_schedule(
     )
 
     @dg.schedule(
-        name="nightly",
+        name=names("nightly"),
         cron_schedule=cron,
         execution_timezone="UTC",
         job=new_evaluation,
@@ -101,7 +103,7 @@ def build_nightly_schedule(
         run_id = nightly_run_id(context.scheduled_execution_time)
         return dg.RunRequest(
             run_key=run_id,
-            run_config={"ops": {"request_evaluation": {"config": {"run_id": run_id}}}},
+            run_config={"ops": {names("request_evaluation"): {"config": {"run_id": run_id}}}},
         )
 
     return nightly

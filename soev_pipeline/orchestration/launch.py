@@ -17,7 +17,6 @@ import dagster as dg
 
 from soev_pipeline.project import ProjectPaths
 
-from .assets import runs_partitions
 from .config import SplitChoice
 from .definitions import build_definitions
 from .jobs import EVALUATE, LOAD_SUITES, RESCORE
@@ -129,7 +128,7 @@ def _changed_suites(
     changed = []
     for name in names:
         result = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey("suites"), asset_partitions=[name]),
+            dg.AssetRecordsFilter(asset_key=project.names.key("suites"), asset_partitions=[name]),
             limit=1,
         )
         latest = result.records[0].asset_materialization if result.records else None
@@ -140,8 +139,8 @@ def _changed_suites(
     return changed
 
 
-def _ensure_partition(instance: dg.DagsterInstance, run_id: str) -> None:
-    name = runs_partitions.name or "runs"
+def _ensure_partition(instance: dg.DagsterInstance, project: SoevProject, run_id: str) -> None:
+    name = project.names.runs_partitions_name
     if not instance.has_dynamic_partition(name, run_id):
         instance.add_dynamic_partitions(name, [run_id])
 
@@ -163,13 +162,14 @@ def evaluate(
     Raises the step's own exception when a step fails (a `ProjectError`, say).
     """
     defs = build_definitions(project, progress=progress)
-    names = list(suites) or [suite.name for suite in project.loaded.suites]
+    named = project.names
+    selected = list(suites) or [suite.name for suite in project.loaded.suites]
     with project_instance(project.paths) as instance:
         _report_orphans(instance, notice)
-        load_suites = defs.resolve_job_def(LOAD_SUITES)
-        for name in _changed_suites(instance, project, names):
+        load_suites = defs.resolve_job_def(named(LOAD_SUITES))
+        for name in _changed_suites(instance, project, selected):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
-        _ensure_partition(instance, run_id)
+        _ensure_partition(instance, project, run_id)
         config = {
             "suites": list(suites),
             "split": SplitChoice.of(split).value,
@@ -180,12 +180,12 @@ def evaluate(
         run_config = {
             **QUIET,
             "ops": {
-                "attempt": {"config": config},
-                "grade": {"config": {"offline": False, "runtime": runtime}},
-                "aggregate": {"config": {"runtime": runtime}},
+                named("attempt"): {"config": config},
+                named("grade"): {"config": {"offline": False, "runtime": runtime}},
+                named("aggregate"): {"config": {"runtime": runtime}},
             },
         }
-        return defs.resolve_job_def(EVALUATE).execute_in_process(
+        return defs.resolve_job_def(named(EVALUATE)).execute_in_process(
             instance=instance,
             partition_key=run_id,
             run_config=run_config,
@@ -206,12 +206,12 @@ def rescore(
     defs = build_definitions(project, progress=progress)
     with project_instance(project.paths) as instance:
         _report_orphans(instance, notice)
-        _ensure_partition(instance, run_id)
+        _ensure_partition(instance, project, run_id)
         run_config = {
             **QUIET,
-            "ops": {"grade": {"config": {"offline": offline, "runtime": runtime}}},
+            "ops": {project.names("grade"): {"config": {"offline": offline, "runtime": runtime}}},
         }
-        return defs.resolve_job_def(RESCORE).execute_in_process(
+        return defs.resolve_job_def(project.names(RESCORE)).execute_in_process(
             instance=instance,
             partition_key=run_id,
             run_config=run_config,

@@ -18,8 +18,8 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run.archive import check_run_id, new_run_id
 from soev_pipeline.run.service import RunSelection
 
-from .assets import runs_partitions
 from .config import SplitChoice
+from .names import PLAIN, Names
 from .resources import SoevProject
 
 NEW_EVALUATION = "new_evaluation"
@@ -48,8 +48,11 @@ class NewEvaluationConfig(dg.Config):
 
 def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
     """The job that asks for a new evaluation run (see the module's docstring)."""
+    names = project.names
 
-    @dg.op(name=REQUEST_OP, description="Check the selection and add the new run's partition.")
+    @dg.op(
+        name=names(REQUEST_OP), description="Check the selection and add the new run's partition."
+    )
     def request_evaluation(
         context: dg.OpExecutionContext,
         config: NewEvaluationConfig,
@@ -59,7 +62,7 @@ def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
         RunSelection(tuple(config.suites), config.split.split, config.k).check(project.loaded)
         if (project.runs / run_id / "manifest.json").exists():
             raise ProjectError(f"{project.runs}: run {run_id!r} already exists")
-        name = runs_partitions.name or "runs"
+        name = names.runs_partitions_name
         if not context.instance.has_dynamic_partition(name, run_id):
             context.instance.add_dynamic_partitions(name, [run_id])
         context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
@@ -67,7 +70,7 @@ def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
         return run_id
 
     @dg.job(
-        name=NEW_EVALUATION,
+        name=names(NEW_EVALUATION),
         description="Start a new evaluation run: pick the suites, split and k, and launch. "
         "The run partition is made for you, and `evaluate` starts on it.",
         resource_defs={"project": dg.ResourceDefinition.hardcoded_resource(project)},
@@ -79,11 +82,11 @@ def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
     return new_evaluation
 
 
-def evaluate_run_config(request: dg.DagsterRun) -> dict[str, Any]:
+def evaluate_run_config(request: dg.DagsterRun, names: Names = PLAIN) -> dict[str, Any]:
     """The run config of `evaluate` for a `new_evaluation` run's selection."""
     config: dict[str, Any] = dict(request.run_config or {})
     ops = config.get("ops", {})
-    asked = ops.get(REQUEST_OP, {}).get("config", {})
+    asked = ops.get(names(REQUEST_OP), {}).get("config", {})
     runtime = asked.get("runtime")
     attempt = {
         "suites": list(asked.get("suites", [])),
@@ -94,20 +97,22 @@ def evaluate_run_config(request: dg.DagsterRun) -> dict[str, Any]:
     }
     return {
         "ops": {
-            "attempt": {"config": attempt},
-            "grade": {"config": {"offline": False, "runtime": runtime}},
-            "aggregate": {"config": {"runtime": runtime}},
+            names("attempt"): {"config": attempt},
+            names("grade"): {"config": {"offline": False, "runtime": runtime}},
+            names("aggregate"): {"config": {"runtime": runtime}},
         }
     }
 
 
 def build_request_sensor(
-    new_evaluation: dg.JobDefinition, evaluate: "dg.UnresolvedAssetJobDefinition"
+    new_evaluation: dg.JobDefinition,
+    evaluate: "dg.UnresolvedAssetJobDefinition",
+    names: Names = PLAIN,
 ) -> dg.RunStatusSensorDefinition:
     """Launch `evaluate` on the partition that each successful `new_evaluation` added."""
 
     @dg.run_status_sensor(
-        name="start_requested_evaluations",
+        name=names("start_requested_evaluations"),
         run_status=dg.DagsterRunStatus.SUCCESS,
         monitored_jobs=[new_evaluation],
         request_job=evaluate,
@@ -123,7 +128,7 @@ def build_request_sensor(
         yield dg.RunRequest(
             run_key=run_id,
             partition_key=run_id,
-            run_config=evaluate_run_config(request),
+            run_config=evaluate_run_config(request, names),
             tags={"soev/launched_by": request.tags.get("dagster/schedule_name", "ui")},
         )
 

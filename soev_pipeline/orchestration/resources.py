@@ -12,6 +12,8 @@ from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.progress import Progress
 from soev_pipeline.runtime import RuntimeSession
 
+from .names import PLAIN, Names, names_of
+
 __all__ = ["Progress", "RuntimeResource", "SoevProject", "load_project"]
 
 
@@ -19,12 +21,14 @@ class SoevProject:
     """The evaluation project of a code location: loaded once, with its paths.
 
     The definitions are built from it, and every asset gets it as the `project` resource,
-    so a command (or a Dagster run process) reads the project's files once.
+    so a command (or a Dagster run process) reads the project's files once. `names` are
+    the names of its Dagster objects: plain, or those of one project among several.
     """
 
-    def __init__(self, loaded: LoadedProject, paths: ProjectPaths) -> None:
+    def __init__(self, loaded: LoadedProject, paths: ProjectPaths, names: Names = PLAIN) -> None:
         self.loaded = loaded
         self.paths = paths
+        self.names = names
 
     @property
     def runs(self) -> Path:
@@ -35,17 +39,23 @@ class SoevProject:
         return self.paths.state
 
 
-def load_project(project_file: Path | str, runs_dir: Path | str | None = None) -> SoevProject:
+def load_project(
+    project_file: Path | str, runs_dir: Path | str | None = None, names: Names | None = None
+) -> SoevProject:
     """Load the project for Dagster, with a changed seal reported by its count alone.
 
     `SealChangedError`'s own message lists the changed test cases; Dagster would keep it in
     its storage and show it in the UI, so here it becomes a `ProjectError` that counts
     them, raised outside the handler so that no chained exception carries the ids.
+
+    The Dagster names are `names`, else those `$SOEV_PROJECTS` gives the project, else
+    the plain ones.
     """
     paths = ProjectPaths.of(project_file, runs_dir)
+    names = names if names is not None else names_of(paths.project_file)
     message = None
     try:
-        return SoevProject(load(paths.project_file), paths)
+        return SoevProject(load(paths.project_file), paths, names)
     except SealChangedError as exc:
         message = exc.aggregate_message
     raise ProjectError(message)

@@ -1,10 +1,12 @@
 """Where a project keeps its runs and its state: one place for every default path.
 
 <project dir>/project.yaml
-<runs>/                       runs/ beside project.yaml, or --runs-dir
+<runs>/                       runs/ beside project.yaml, or --runs-dir, or the runs_dir
+                              that $SOEV_PROJECTS gives the project
 <runs>/../.soev/              the state: the judge cache, the Dagster instance
 <runs>/../.soev/judge-cache.sqlite
 <runs>/../.soev/dagster/      unless $DAGSTER_HOME is set
+<runs>/../.soev/cache/suites/ parsed suite files (see `suite_cache`); safe to delete
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ RUNS = "runs"
 STATE = ".soev"
 JUDGE_CACHE = "judge-cache.sqlite"
 DAGSTER = "dagster"
+SUITE_CACHE = "cache/suites"
 
 
 def state_dir(runs_dir: Path) -> Path:
-    """The state folder beside `runs_dir`: the judge cache and the Dagster instance."""
+    """The state folder beside `runs_dir`: the judge and suite caches, the Dagster instance."""
     return runs_dir.parent / STATE
 
 
@@ -38,10 +41,17 @@ class ProjectPaths:
 
     @classmethod
     def of(cls, project_file: Path | str, runs_dir: Path | str | None = None) -> ProjectPaths:
-        """The paths of the project at `project_file`, with its runs in `runs_dir` or beside it."""
+        """The paths of the project at `project_file`, with its runs in `runs_dir`, else
+        where `$SOEV_PROJECTS` puts them (see `listing`), else beside it."""
+        from .listing import listing_of
+
         project_file = Path(project_file).resolve()
-        runs = Path(runs_dir).resolve() if runs_dir else project_file.parent / RUNS
-        return cls(project_file, runs)
+        if runs_dir:
+            return cls(project_file, Path(runs_dir).resolve())
+        listed = listing_of(project_file)
+        if listed is not None and listed.runs_dir is not None:
+            return cls(project_file, listed.runs_dir)
+        return cls(project_file, project_file.parent / RUNS)
 
     @property
     def directory(self) -> Path:
@@ -55,6 +65,11 @@ class ProjectPaths:
     @property
     def judge_cache(self) -> Path:
         return self.state / JUDGE_CACHE
+
+    @property
+    def suite_cache(self) -> Path:
+        """The cache of parsed suite files, for `load(..., suite_cache=...)`."""
+        return self.state / SUITE_CACHE
 
     @property
     def dagster_home(self) -> Path:

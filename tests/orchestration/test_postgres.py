@@ -94,11 +94,12 @@ def _slow(text: str, history: list[str]) -> Reply:
     return Reply("De termijn is zes weken (artikel 6:7 Awb).", refs=["BWBR0005537/artikel-6:7"])
 
 
-def test_ui_runs_queue_per_assistant_beside_cli_runs(
+def test_two_projects_sharing_one_assistant_queue_beside_cli_runs(
     server: PostgresServer, tmp_path: Path
 ) -> None:
-    """Three evaluations asked for in the UI share one assistant, limited to one at a time
-    by the queue's tag limit; a CLI run goes on beside them. All in PostgreSQL."""
+    """Two projects in one location share one assistant. Three evaluations asked for in the
+    UI, from both projects, run one at a time by the queue's tag limit on `soev/system`; a
+    CLI run goes on beside them. All in PostgreSQL."""
     url = server.create_database("instance_queue")
     limit = {
         "key": "soev/system",
@@ -119,9 +120,16 @@ def test_ui_runs_queue_per_assistant_beside_cli_runs(
         },
     )
     with FakeThreadAPI(_slow) as system:
-        project = write_project(tmp_path / "p", system.url)
-        with DagsterUI(project, home) as ui:
-            asked = [ui.launch("new_evaluation") for _ in range(3)]
+        wet = write_project(tmp_path / "wet", system.url)
+        write_project(tmp_path / "huur", system.url)
+        listing = tmp_path / "projects.yaml"
+        listing.write_text(
+            "projects:\n  wet: wet/project.yaml\n  huur: huur/project.yaml\n", encoding="utf-8"
+        )
+        evaluate_jobs = {"wet__evaluate", "huur__evaluate"}
+        with DagsterUI(wet, home, SOEV_PROJECTS=str(listing)) as ui:
+            jobs = ["wet__new_evaluation", "huur__new_evaluation", "wet__new_evaluation"]
+            asked = [ui.launch(job) for job in jobs]
             cli = subprocess.Popen(
                 [
                     sys.executable,
@@ -129,23 +137,26 @@ def test_ui_runs_queue_per_assistant_beside_cli_runs(
                     "soev_pipeline",
                     "run",
                     "--project",
-                    str(project),
+                    str(wet),
                     "--run-id",
                     "cli",
                 ],
-                env={**os.environ, "DAGSTER_HOME": str(home)},
+                env={**os.environ, "DAGSTER_HOME": str(home), "SOEV_PROJECTS": str(listing)},
                 cwd=REPO,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
             )
 
-            def finished(runs: list[dict]) -> bool:  # type: ignore[type-arg]
-                evaluations = [
+            def from_ui(runs: list[dict]) -> list[dict]:  # type: ignore[type-arg]
+                return [
                     r
                     for r in runs
-                    if r["jobName"] == "evaluate" and _tag(r, "soev/launched_by") != "cli"
+                    if r["jobName"] in evaluate_jobs and _tag(r, "soev/launched_by") != "cli"
                 ]
+
+            def finished(runs: list[dict]) -> bool:  # type: ignore[type-arg]
+                evaluations = from_ui(runs)
                 return len(evaluations) == 3 and all(
                     r["status"] in ("SUCCESS", "FAILURE") for r in evaluations
                 )
@@ -155,15 +166,27 @@ def test_ui_runs_queue_per_assistant_beside_cli_runs(
             assert cli.returncode == 0, cli_err
     requests = [r for r in runs if r["runId"] in asked]
     assert [r["status"] for r in requests] == ["SUCCESS"] * 3
-    evaluations = sorted(
-        (r for r in runs if r["jobName"] == "evaluate" and _tag(r, "soev/launched_by") != "cli"),
-        key=lambda r: r["startTime"],
-    )
+    evaluations = sorted(from_ui(runs), key=lambda r: r["startTime"])
     assert [r["status"] for r in evaluations] == ["SUCCESS"] * 3
+    assert sorted(r["jobName"] for r in evaluations) == [
+        "huur__evaluate",
+        "wet__evaluate",
+        "wet__evaluate",
+    ]
     assert {_tag(r, "soev/system") for r in evaluations} == {system.url.split("//")[1].rstrip("/")}
     for earlier, later in itertools.pairwise(evaluations):
         assert later["startTime"] >= earlier["endTime"] - 0.5, "two runs used the assistant at once"
+    cli_runs = [r for r in runs if _tag(r, "soev/launched_by") == "cli"]
+    assert {r["jobName"] for r in cli_runs} >= {"wet__evaluate"}
     assert server.count("instance_queue", "select count(*) from runs where status = 'SUCCESS'") >= 7
+    assert (
+        server.count(
+            "instance_queue",
+            "select count(*) from dynamic_partitions where partitions_def_name = 'wet__runs' "
+            "and partition = 'cli'",
+        )
+        == 1
+    )
     _no_sqlite(home)
 
 
