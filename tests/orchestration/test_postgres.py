@@ -54,21 +54,25 @@ def test_run_rescore_and_report_keep_everything_in_postgres(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The documented deploy/dagster.yaml, with its values from the environment; the
+    `postgres_url` form replaces its `postgres_db` block, as its comment says."""
     database = f"instance_{form}"
     url = server.create_database(database)
-    storage: dict[str, object] = (
-        {"postgres_url": url}
-        if form == "postgres_url"
-        else {
-            "postgres_db": {
-                "username": USER,
-                "hostname": "127.0.0.1",
-                "port": server.port,
-                "db_name": database,
-            }
-        }
-    )
-    home = _home(tmp_path, storage)
+    config = yaml.safe_load((REPO / "deploy" / "dagster.yaml").read_text(encoding="utf-8"))
+    if form == "postgres_url":
+        config["storage"]["postgres"] = {"postgres_url": {"env": "DAGSTER_PG_URL"}}
+    home = tmp_path / "dagster-home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    for name, value in {
+        "DAGSTER_PG_URL": url,
+        "DAGSTER_PG_HOST": "127.0.0.1",
+        "DAGSTER_PG_PORT": str(server.port),
+        "DAGSTER_PG_DB": database,
+        "DAGSTER_PG_USER": USER,
+        "DAGSTER_PG_PASSWORD": "unused-with-trust-authentication",
+    }.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     args = ("--project", project_path)
     assert invoke("run", *args, "--run-id", "pg1").status == 0
@@ -128,6 +132,16 @@ def test_two_projects_sharing_one_assistant_queue_beside_cli_runs(
         )
         evaluate_jobs = {"wet__evaluate", "huur__evaluate"}
         with DagsterUI(wet, home, SOEV_PROJECTS=str(listing)) as ui:
+            shown = ui.query(
+                "{ assetNodes { assetKey { path } groupName } "
+                "schedulesOrError(repositorySelector: {repositoryLocationName: \"soev-pipeline\", "
+                'repositoryName: "__repository__"}) { ... on Schedules { results { name } } } }'
+            )
+            groups = {tuple(n["assetKey"]["path"]): n["groupName"] for n in shown["assetNodes"]}
+            assert groups[("wet", "report")] == "wet" and groups[("huur", "evidence")] == "huur"
+            assert len(groups) == 10
+            schedules = {s["name"] for s in shown["schedulesOrError"]["results"]}
+            assert schedules == {"wet__nightly", "huur__nightly"}
             jobs = ["wet__new_evaluation", "huur__new_evaluation", "wet__new_evaluation"]
             asked = [ui.launch(job) for job in jobs]
             cli = subprocess.Popen(
