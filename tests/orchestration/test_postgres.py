@@ -134,7 +134,7 @@ def test_two_projects_sharing_one_assistant_queue_beside_cli_runs(
         with DagsterUI(wet, home, SOEV_PROJECTS=str(listing)) as ui:
             shown = ui.query(
                 "{ assetNodes { assetKey { path } groupName } "
-                "schedulesOrError(repositorySelector: {repositoryLocationName: \"soev-pipeline\", "
+                'schedulesOrError(repositorySelector: {repositoryLocationName: "soev-pipeline", '
                 'repositoryName: "__repository__"}) { ... on Schedules { results { name } } } }'
             )
             groups = {tuple(n["assetKey"]["path"]): n["groupName"] for n in shown["assetNodes"]}
