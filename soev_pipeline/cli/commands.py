@@ -95,7 +95,7 @@ def _notice(text: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    load(paths.project_file, definitions=False)
+    load(paths.project_file, definitions=False, suite_cache=paths.suite_cache)
     archive = RunArchive(paths.runs, check_run_id(args.run))
     report = read_report(archive)
     if args.json:
@@ -122,7 +122,7 @@ def _print_json(value: object) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    project = load(paths.project_file, definitions=False).project
+    project = load(paths.project_file, definitions=False, suite_cache=paths.suite_cache).project
     run = RunArchive(paths.runs, check_run_id(args.run))
     manifest = run.manifest()
     check_same_project(manifest, project.name)
@@ -153,7 +153,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    project = load(paths.project_file, definitions=False).project
+    project = load(paths.project_file, definitions=False, suite_cache=paths.suite_cache).project
     if args.run is not None:
         run: RunArchive | None = RunArchive(paths.runs, check_run_id(args.run))
     else:
@@ -213,9 +213,12 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
-    path = _paths(args).project_file
+    paths = _paths(args)
+    path, cache = paths.project_file, paths.suite_cache
     loaded = (
-        load(path, allow_test_additions=True) if args.append else load(path, check_sealed=False)
+        load(path, allow_test_additions=True, suite_cache=cache)
+        if args.append
+        else load(path, check_sealed=False, suite_cache=cache)
     )
     tests = [case for case in loaded.cases() if case.split == "test"]
     result = write_seal(loaded.directory, tests, append=args.append)

@@ -55,7 +55,7 @@ def load_project(
     names = names if names is not None else names_of(paths.project_file)
     message = None
     try:
-        return SoevProject(load(paths.project_file), paths, names)
+        return SoevProject(load(paths.project_file, suite_cache=paths.suite_cache), paths, names)
     except SealChangedError as exc:
         message = exc.aggregate_message
     raise ProjectError(message)

@@ -149,12 +149,31 @@ def load_yaml(path: Path) -> Any:
         yaml.YAMLError: it is not valid YAML, or the rules refuse it (`YAMLFileError`);
             `problem_mark` gives the line where there is one.
     """
+    return parse_yaml(read_yaml_bytes(path), path)
+
+
+def read_yaml_bytes(path: Path) -> bytes:
+    """The bytes of a YAML file of the project, read once so a cache can key on them.
+
+    Raises:
+        OSError: the file cannot be read.
+        YAMLFileError: it is larger than `MAX_YAML_BYTES`.
+    """
     with path.open("rb") as stream:
         data = stream.read(MAX_YAML_BYTES + 1)
     if len(data) > MAX_YAML_BYTES:
         raise YAMLFileError(
             problem=f"the file is larger than {MAX_YAML_BYTES} bytes, the most a YAML file may have"
         )
+    return data
+
+
+def parse_yaml(data: bytes, path: Path) -> Any:
+    """Parse the bytes of the YAML file `path` under the safe rules above, as `load_yaml` does.
+
+    Raises:
+        yaml.YAMLError: as `load_yaml`.
+    """
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:

@@ -28,9 +28,10 @@ from soev_pipeline.corpus import load_corpus
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 from soev_pipeline.judges import load_prompts, prompt_shas
 
-from .files import inside, load_yaml, read_text
+from .files import inside, load_yaml, parse_yaml, read_text, read_yaml_bytes
 from .hooks import import_hooks
 from .sealing import check_seal
+from .suite_cache import SuiteCache, SuiteFileCases
 
 
 class SuiteFile(FrozenModel):
@@ -130,6 +131,7 @@ def load(
     allow_test_additions: bool = False,
     project: Project | None = None,
     check_sealed: bool = True,
+    suite_cache: Path | None = None,
 ) -> LoadedProject:
     """Load a project file with its hooks, its suites and its corpus lookup.
 
@@ -144,6 +146,8 @@ def load(
             sealed case must still be the same).
         project: use this project instead of the file's content.
         check_sealed: compare the test cases with sealed-test.yaml (`seal` turns it off).
+        suite_cache: the folder of the cache of parsed suite files
+            (`ProjectPaths.suite_cache`); None reads every suite file anew.
 
     Raises:
         ProjectError: a suite file declares another suite, two cases share an id, a test
@@ -191,9 +195,13 @@ def load(
 
     params: dict[tuple[str, int], BaseModel] = {}
     places: dict[tuple[str, int], str] = {}
+    cache = None if suite_cache is None else SuiteCache(suite_cache)
     suites = [
-        _load_suite(entry, path, project, registry, params, places) for entry in project.suites
+        _load_suite(entry, path, project, registry, params, places, cache)
+        for entry in project.suites
     ]
+    if cache is not None:
+        cache.prune()
     _check_unique_ids(suites)
     rubrics = _read_rubrics(path.parent, suites, params, places)
     corpus = None
@@ -256,6 +264,7 @@ def _load_suite(
     registry: CriterionRegistry,
     params: dict[tuple[str, int], BaseModel],
     places: dict[tuple[str, int], str],
+    cache: SuiteCache | None,
 ) -> Suite:
     files = _suite_files(entry, project_file)
     if not files:
@@ -267,44 +276,26 @@ def _load_suite(
     case_paths: list[Path] = []
     for file in files:
         try:
-            raw = load_yaml(file)
+            data = read_yaml_bytes(file)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            place = where(
-                file,
-                line=None if mark is None else mark.line + 1,
-                column=None if mark is None else mark.column + 1,
-            )
-            problem = getattr(exc, "problem", None) or "invalid YAML"
-            raise SuiteError(f"{place}: {problem}") from None
-        if not isinstance(raw, dict):
-            raise SuiteError(f"{file}: a suite file must be a mapping with 'suite' and 'cases'")
-        try:
-            parsed = SuiteFile.model_validate(raw)
-        except ValidationError as exc:
-            raise SuiteError(_located(exc, raw, file)) from None
-        if parsed.suite != entry.name:
-            raise ProjectError(
-                f"{file}: suite: the file declares suite {parsed.suite!r}, "
-                f"but the project entry {entry.name!r} found it"
-            )
-        for position, definition in enumerate(parsed.cases):
-            place = where(file, case=definition.id, split=definition.split, position=position)
-            if definition.message is not None and definition.message not in project.messages:
+            raise _yaml_error(exc, file) from None
+        key = None if cache is None else cache.key(data, entry.name)
+        parsed = None if cache is None or key is None else cache.get(file, key)
+        fresh = parsed is None
+        if parsed is None:
+            parsed = _parse_suite_file(file, data, entry.name)
+        for position, case in enumerate(parsed.cases):
+            place = where(file, case=case.id, split=case.split, position=position)
+            if case.message is not None and case.message not in project.messages:
                 known = ", ".join(repr(code) for code in project.messages) or "none"
                 raise SuiteError(
-                    f"{place}: message: {definition.message!r} is not a project message "
-                    f"(known: {known})"
+                    f"{place}: message: {case.message!r} is not a project message (known: {known})"
                 )
-            data = definition.model_dump()
-            data["criteria"] = [*parsed.criteria, *definition.criteria]
-            case = Case.model_validate({**data, "suite": entry.name})
-            shared = len(parsed.criteria)
             for index, spec in enumerate(case.criteria):
                 field_name = (
                     f"criteria[{index}] (shared by the file)"
-                    if index < shared
-                    else f"criteria[{index - shared}]"
+                    if index < parsed.shared
+                    else f"criteria[{index - parsed.shared}]"
                 )
                 places[(case.id, index)] = f"{place}: {field_name}"
                 params[(case.id, index)] = _validate_criterion(
@@ -313,7 +304,51 @@ def _load_suite(
             cases.append(case)
             case_paths.append(file)
             case_files.setdefault(case.id, file)
+        if cache is not None and key is not None and fresh:
+            cache.put(file, key, parsed)
     return Suite(entry.name, tuple(files), tuple(cases), case_files, tuple(case_paths))
+
+
+def _parse_suite_file(file: Path, data: bytes, suite: str) -> SuiteFileCases:
+    """Parse and validate the bytes of a suite file of `suite` into its cases.
+
+    Raises:
+        SuiteError: the file is not valid YAML or not a valid suite file.
+        ProjectError: the file declares another suite.
+    """
+    try:
+        raw = parse_yaml(data, file)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, file) from None
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{file}: a suite file must be a mapping with 'suite' and 'cases'")
+    try:
+        parsed = SuiteFile.model_validate(raw)
+    except ValidationError as exc:
+        raise SuiteError(_located(exc, raw, file)) from None
+    if parsed.suite != suite:
+        raise ProjectError(
+            f"{file}: suite: the file declares suite {parsed.suite!r}, "
+            f"but the project entry {suite!r} found it"
+        )
+    cases = []
+    for definition in parsed.cases:
+        fields = definition.model_dump()
+        fields["criteria"] = [*parsed.criteria, *definition.criteria]
+        cases.append(Case.model_validate({**fields, "suite": suite}))
+    return SuiteFileCases(tuple(cases), len(parsed.criteria))
+
+
+def _yaml_error(exc: yaml.YAMLError, file: Path) -> SuiteError:
+    """The one-line error of a suite file that is not valid YAML, with its line if known."""
+    mark = getattr(exc, "problem_mark", None)
+    place = where(
+        file,
+        line=None if mark is None else mark.line + 1,
+        column=None if mark is None else mark.column + 1,
+    )
+    problem = getattr(exc, "problem", None) or "invalid YAML"
+    return SuiteError(f"{place}: {problem}")
 
 
 def _check_unique_ids(suites: Sequence[Suite]) -> None:
@@ -380,6 +415,12 @@ def _read_rubrics(
 
 
 def _referenced_files(params: BaseModel) -> list[str]:
-    """The project files a criterion's parameters name, for example a rubric."""
+    """The project files a criterion's parameters name, for example a rubric.
+
+    The method is looked up on the class first: a pydantic model's fallback for a missing
+    attribute is slow, and a 20,000-case suite asks it once per criterion.
+    """
+    if not hasattr(type(params), "referenced_files"):
+        return []
     referenced = getattr(params, "referenced_files", None)
     return list(referenced()) if callable(referenced) else []
