@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast ui lint format typecheck bench clean
+.PHONY: help install demo test test-fast ui lint format typecheck bench bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -45,6 +45,10 @@ typecheck: $(STAMP) ## mypy strict on the package
 bench: $(STAMP) ## print the grading and throughput benchmarks
 	$(BIN)/python bench/grade.py
 	$(BIN)/python bench/throughput.py
+
+bench-peers: $(STAMP) ## the same workload through inspect_ai and promptfoo (installs them in .bench/)
+	$(BIN)/python bench/peers.py --setup
+	$(BIN)/python bench/peers.py --repeat 3
 
 clean: ## remove the virtualenv, caches and the demo's runs
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/demo/runs examples/demo/.soev
