@@ -61,7 +61,9 @@ def find_identifiers(
     wanted = set(kinds)
     claimed: list[tuple[int, int]] = []
     found: list[Identifier] = []
-    for kind, finder in _FINDERS:
+    # The kinds after the last one asked for are not searched: they could only hide others.
+    last = max((n for n, (kind, _) in enumerate(_FINDERS) if kind in wanted), default=-1)
+    for kind, finder in _FINDERS[: last + 1]:
         for start, end in finder(_blank(text, claimed)):
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
@@ -114,6 +116,8 @@ _EMAIL = re.compile(
 
 
 def _emails(text: str) -> Iterator[tuple[int, int]]:
+    if "@" not in text:
+        return
     for match in _EMAIL.finditer(text):
         yield match.span()
 
@@ -141,8 +145,8 @@ def _ibans(text: str) -> Iterator[tuple[int, int]]:
                 break
 
 
-_BSN = re.compile(r"(?<![\w.,+-])(?:\d{9}|\d{4}\.\d{2}\.\d{3})(?![\w-]|[.,]\d)")
-_BSN_SHORT = re.compile(r"(?<![\w.,+-])\d{8}(?![\w-]|[.,]\d)")
+# One scan for both lengths: group 1 is a 9-digit number, group 2 an 8-digit one.
+_BSN = re.compile(r"(?<![\w.,+-])(?:(\d{9}|\d{4}\.\d{2}\.\d{3})|(\d{8}))(?![\w-]|[.,]\d)")
 _BSN_WORDS = re.compile(r"\b(?:bsn|burgerservicenummer|sofi-?nummer)\b", re.IGNORECASE)
 _PHONE_PREFIX = re.compile(r"(?:\+|00)\d{1,3}\s*(?:\(0\)\s*)?$")
 
@@ -152,13 +156,11 @@ def _bsns(text: str) -> Iterator[tuple[int, int]]:
 
     A number right after a country calling code ("+31 612345678") is a phone number.
     """
-    candidates = [(match, True) for match in _BSN.finditer(text)]
-    candidates += [(match, False) for match in _BSN_SHORT.finditer(text)]
-    for match, full in candidates:
+    for match in _BSN.finditer(text):
         start, end = match.span()
         if _PHONE_PREFIX.search(text[max(0, start - 12) : start]):
             continue
-        if not full and not near(text, start, _BSN_WORDS):
+        if match.group(2) and not near(text, start, _BSN_WORDS):
             continue
         if stdnum_bsn.is_valid(match.group()):
             yield start, end
@@ -198,10 +200,23 @@ _SERVICE_TYPES = frozenset(
         phonenumbers.PhoneNumberType.UAN,
     }
 )
+_PHONE_MIN_DIGITS = 9
+"""The fewest digits of a Dutch number that is no service number: fixed, mobile, pager and
+VoIP numbers have nine after the 0 or the +31."""
+# What the phone matcher needs to find such a number: that many digits, each at most four
+# of its separators from the next. Each separator it knows is \W, "x" or "ー"; and since
+# the parser may read an "x" as a digit, an "x" counts as one.
+_PHONE_DIGITS = re.compile(rf"[\dxX](?:[\Wー]{{0,4}}[\dxX]){{{_PHONE_MIN_DIGITS - 1}}}")
 
 
 def _phones(text: str) -> Iterator[tuple[int, int]]:
-    """Dutch phone numbers that the numbering plan accepts, except service numbers."""
+    """Dutch phone numbers that the numbering plan accepts, except service numbers.
+
+    The matcher parses every number it sees (years, article numbers) and is slow, so it
+    runs only on a text that holds enough digits close together for a personal number.
+    """
+    if not _PHONE_DIGITS.search(text):
+        return
     for match in phonenumbers.PhoneNumberMatcher(text, "NL"):
         number = match.number
         if number.country_code != 31:

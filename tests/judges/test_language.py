@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
+from itertools import pairwise
+from pathlib import Path
+
 import pytest
 
 from soev_pipeline.core import LanguageDetectionError, LanguageDetector
 from soev_pipeline.judges import LangidDetector
-from soev_pipeline.judges.language import DEFAULT_LANGUAGES
+from soev_pipeline.judges.language import DEFAULT_LANGUAGES, MAX_CHARS, _head
+
+REPO = Path(__file__).resolve().parents[2]
 
 # Short sentences of Dutch legal advice. The full model reads some of them as Afrikaans or
 # Frisian; the default candidates read each as Dutch.
@@ -119,3 +126,79 @@ def test_all_languages_of_the_model(full: LangidDetector) -> None:
 def test_unknown_or_no_candidates_are_refused(languages: list[str]) -> None:
     with pytest.raises(ValueError, match="not languages of the py3langid model"):
         LangidDetector(languages=languages)
+
+
+def dutch_articles() -> list[str]:
+    lines = (REPO / "examples" / "demo" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["text"] for line in lines if line.strip()]
+
+
+def english_prompts() -> list[str]:
+    return [path.read_text(encoding="utf-8") for path in sorted((REPO / "prompts").glob("*.md"))]
+
+
+def long_texts() -> list[tuple[str, str]]:
+    """Texts longer than `MAX_CHARS` in one language, and that language.
+
+    Dutch: runs of articles of the demo corpus. English: the judge's prompts. Each also
+    as one long sentence, as a reply that the sentence splitter cannot cut up reaches the
+    detector.
+    """
+    articles = dutch_articles()
+    dutch = [" ".join(articles[start : start + 9]) for start in range(0, len(articles) - 8, 4)]
+    prompts = english_prompts()
+    english = [*prompts, *(first + "\n\n" + second for first, second in pairwise(prompts))]
+    texts = [(text, "nl") for text in dutch] + [(text, "en") for text in english]
+    texts += [(re.sub(r"[.!?:]\s+", "; ", text), language) for text, language in texts]
+    return [(text, language) for text, language in texts if len(text) > MAX_CHARS]
+
+
+@pytest.fixture(scope="module")
+def whole() -> LangidDetector:
+    return LangidDetector(max_chars=None)
+
+
+def test_a_long_text_in_one_language_reads_the_same_on_its_head(
+    detector: LangidDetector, whole: LangidDetector
+) -> None:
+    texts = long_texts()
+    assert len(texts) >= 30
+    assert {"nl", "en"} == {language for _, language in texts}
+    for text, language in texts:
+        assert detector.detect(text) == whole.detect(text) == language, text[:80]
+
+
+def test_a_text_that_changes_language_after_the_head_reads_as_its_start(
+    detector: LangidDetector, whole: LangidDetector
+) -> None:
+    """The limit of the bound: the rest of a text that long is not read."""
+    dutch = " ".join(dutch_articles()[:8])
+    english = " ".join(english_prompts())
+    assert MAX_CHARS < len(dutch) < len(english)
+    assert whole.detect(f"{dutch} {english}") == "en"
+    assert detector.detect(f"{dutch} {english}") == "nl"
+
+
+def test_a_head_without_language_leaves_the_whole_text_to_read(
+    detector: LangidDetector, whole: LangidDetector
+) -> None:
+    text = "6:162, " * (MAX_CHARS // 5) + "De werkgever is aansprakelijk voor de schade."
+    assert detector.detect(text) == whole.detect(text) == "nl"
+
+
+@pytest.mark.parametrize(
+    ("text", "size", "head"),
+    [
+        ("bezwaar binnen zes weken", 10, "bezwaar"),  # "binnen" would be cut in two
+        ("bezwaar binnen zes weken", 14, "bezwaar binnen"),  # cut before a space
+        ("bezwaar binnen zes weken", 15, "bezwaar binnen "),
+        ("bezwaarschrift", 7, "bezwaar"),  # one word: cut anyway
+    ],
+)
+def test_the_head_ends_at_a_word_boundary(text: str, size: int, head: str) -> None:
+    assert _head(text, size) == head
+
+
+def test_max_chars_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_chars"):
+        LangidDetector(max_chars=0)

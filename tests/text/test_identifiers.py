@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+import phonenumbers
 import pytest
+from phonenumbers.phonenumberutil import _VALID_PUNCTUATION
 
 from soev_pipeline.text import (
     IDENTIFIER_KINDS,
@@ -10,6 +14,12 @@ from soev_pipeline.text import (
     IdentifierKind,
     find_identifiers,
     mask,
+)
+from soev_pipeline.text.identifiers import (
+    _PHONE_DIGITS,
+    _PHONE_MIN_DIGITS,
+    _SERVICE_TYPES,
+    _phones,
 )
 
 
@@ -153,3 +163,92 @@ def test_the_sidecode_table_has_fourteen_codes() -> None:
 )  # fmt: skip
 def test_each_sidecode_is_found(plate: str) -> None:
     assert found(f"De auto {plate} stond fout.") == [("license_plate", plate)]
+
+
+def test_eight_and_nine_digit_numbers_are_found_in_one_scan_in_text_order() -> None:
+    assert found("Mijn bsn is 11122304, of 111222333, of 1112.22.333.") == [
+        ("bsn", "11122304"),
+        ("bsn", "111222333"),
+        ("bsn", "1112.22.333"),
+    ]
+
+
+EVERY_KIND = (
+    "Mail a@voorbeeld.nl, IBAN NL91 ABNA 0417 1643 00, BSN 111222333, paspoort XR1001R58, "
+    "kenteken GB-12-34, postcode 2511 CV, geboren 12-03-1985, tel 020-1234567."
+)
+
+
+@pytest.mark.parametrize("kind", IDENTIFIER_KINDS)
+def test_asking_for_one_kind_finds_what_asking_for_all_finds(kind: IdentifierKind) -> None:
+    """The kinds after the last one asked for are not searched: they could change nothing."""
+    alone = found(EVERY_KIND, (kind,))
+    assert alone
+    assert alone == [(other, value) for other, value in found(EVERY_KIND) if other == kind]
+
+
+PHONE_TEXTS = [
+    "Bel 06-12345678 of 06 1234 5678 of 0612345678.",
+    "Bel +31 (0)20 123 4567, 0031 6 1234 5678 of +31612345678.",
+    "Bel (020) 123 45 67 of 020-1234567 of 010.123.4567 of 020/1234567.",
+    "Bel 06\u00a012345678, 06\u200b12345678, ０６１２３４５６７８ of ٠٦١٢٣٤٥٦٧٨.",
+    "Bel 085 123 4567, 088-1234567, 066 1234567 of 091 123 4567.",
+    "Bel 06 x 12345678 of 06-1234-5678 x12 of 020 1234567 ext. 12.",
+    "Bel het Juridisch Loket op 0900-8020, gratis 0800-0123 of de gemeente op 14 020.",
+    "Bel 06-1234567 of 112, artikel 6:162, 2019/20, 35 300 VI, nr. 4.",
+    "Call +44 20 7946 0958 or +32 2 123 45 67.",
+    "Zie 12-03-1985, 1:2 en 3:4, ECLI:NL:HR:2019:1234 en Stb. 2021, 123.",
+    "Tel 020 123 4567 111222333",
+    "06  -  1234 5678, 06 -- 12 -- 34 -- 56 -- 78, 0 6 1 2 3 4 5 6 7 8",
+]
+
+
+def test_the_phone_matcher_is_skipped_only_where_it_finds_nothing() -> None:
+    every = [
+        (match.start, match.end)
+        for text in PHONE_TEXTS
+        for match in phonenumbers.PhoneNumberMatcher(text, "NL")
+    ]
+    assert every
+    skipped = [text for text in PHONE_TEXTS if not _PHONE_DIGITS.search(text)]
+    assert 0 < len(skipped) < len(PHONE_TEXTS)
+    for text in PHONE_TEXTS:
+        matched = [
+            (match.start, match.end)
+            for match in phonenumbers.PhoneNumberMatcher(text, "NL")
+            if match.number.country_code == 31
+            and phonenumbers.number_type(match.number) not in _SERVICE_TYPES
+        ]
+        assert list(_phones(text)) == matched, text
+
+
+def test_every_separator_of_the_phone_matcher_keeps_the_digits_together() -> None:
+    """Between two blocks of digits the matcher allows up to four of its separators."""
+    separators = re.compile(f"[{_VALID_PUNCTUATION}]", re.IGNORECASE)
+    chars = [chr(point) for point in range(0x10000) if separators.fullmatch(chr(point))]
+    assert "-" in chars and " " in chars
+    for char in chars:
+        assert _PHONE_DIGITS.search((char * 4).join("061234567")), repr(char)
+        if char not in "xX":  # the parser may read an x as a digit
+            assert not _PHONE_DIGITS.search((char * 4).join("06123456")), repr(char)
+            assert not _PHONE_DIGITS.search((char * 5).join("061234567")), repr(char)
+
+
+def test_no_dutch_number_of_a_personal_type_is_shorter_than_the_phone_minimum() -> None:
+    metadata = phonenumbers.PhoneMetadata.metadata_for_region("NL")
+    assert metadata is not None
+    personal = [
+        metadata.fixed_line,
+        metadata.mobile,
+        metadata.pager,
+        metadata.voip,
+        metadata.personal_number,
+        metadata.voicemail,
+    ]
+    lengths = [
+        length
+        for desc in personal
+        if desc is not None
+        for length in (desc.possible_length or metadata.general_desc.possible_length)
+    ]
+    assert min(lengths) == _PHONE_MIN_DIGITS
