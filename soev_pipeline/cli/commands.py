@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,8 +19,9 @@ from soev_pipeline.run.junit import write_junit
 from soev_pipeline.run.manifest import check_same_project
 from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
-from soev_pipeline.run.service import RunSelection
-from soev_pipeline.runtime import BUILTIN, check_reachable
+from soev_pipeline.run.service import RunSelection, attempt_selected
+from soev_pipeline.runtime import BUILTIN, RuntimeSession, check_reachable
+from soev_pipeline.runtime.session import CANCEL_GRACE_S
 
 from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, interrupted
 from .progress import TerminalProgress
@@ -33,39 +37,70 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from soev_pipeline.orchestration import launch
-    from soev_pipeline.orchestration.resources import load_project
-
+    """Start the attempts at once and, beside them, load Dagster and run the `evaluate` job
+    of the project's instance, whose `attempt` step waits for them and records them."""
     paths = _paths(args)
-    project = load_project(paths.project_file, paths.runs)
-    loaded = project.loaded
-    runs_dir = paths.runs
+    loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     if args.k < 1:
         raise ProjectError(f"--k must be at least 1, not {args.k}")
     resume = args.resume is not None
-    RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
+    selection = RunSelection(tuple(args.suite), args.split, args.k)
+    selection.check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
     runtime = args.runtime or loaded.project.runtime
     if runtime in (None, BUILTIN):
         check_reachable(loaded)
-    archive = RunArchive(runs_dir, run_id)
+    archive = RunArchive(paths.runs, run_id)
     if resume:
         archive.manifest()
     progress = TerminalProgress(sys.stderr)
     progress.phase(f"run {run_id}")
+    session = RuntimeSession()
     try:
         with archive.locked("resume" if resume else "run"):
-            launch.evaluate(
-                project,
-                run_id,
-                suites=args.suite,
-                split=args.split,
-                k=args.k,
-                runtime=args.runtime,
-                resume=resume,
-                progress=progress,
-                notice=_notice,
+            bindings = session.run(session.bindings(loaded, runtime, "run", paths.state))
+            attempts = session.submit(
+                attempt_selected(
+                    loaded,
+                    paths.runs,
+                    run_id,
+                    selection,
+                    bindings,
+                    resume=resume,
+                    runtime=runtime,
+                    progress=progress,
+                )
             )
+
+            def evaluate() -> None:
+                from soev_pipeline.orchestration import launch
+                from soev_pipeline.orchestration.names import names_of
+                from soev_pipeline.orchestration.resources import SoevProject
+
+                launch.evaluate(
+                    SoevProject(loaded, paths, names_of(paths.project_file)),
+                    run_id,
+                    suites=args.suite,
+                    split=args.split,
+                    k=args.k,
+                    runtime=args.runtime,
+                    resume=resume,
+                    progress=progress,
+                    notice=_notice,
+                    attempted=attempts,
+                    session=session,
+                )
+
+            dagster = _Background(evaluate)
+            try:
+                dagster.wait()
+            except BaseException:
+                # Ctrl-C (or a failure): stop the attempts or the grading, and let the
+                # Dagster run record that it failed before the command ends
+                attempts.cancel()
+                session.interrupt()
+                dagster.wait(timeout=CANCEL_GRACE_S, reraise=False)
+                raise
     except BaseException as exc:
         progress.close()
         if interrupted(exc):
@@ -83,10 +118,42 @@ def cmd_run(args: argparse.Namespace) -> int:
                 )
             return EXIT_INTERRUPTED
         raise
+    finally:
+        session.close()
     progress.close()
     sys.stdout.write(render_report(read_report(archive)))
     sys.stdout.write(f"archive: {archive.path}\n")
     return 0
+
+
+class _Background:
+    """Work in a thread of its own (the Dagster part of a run: importing Dagster alone takes
+    a second or two), while the command's thread waits and can take a Ctrl-C."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, args=(work,), daemon=True).start()
+
+    def _run(self, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except BaseException as exc:  # re-raised in the command's thread by `wait`
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None, *, reraise: bool = True) -> None:
+        """Wait for the work (at most `timeout` seconds) and raise its error, if any.
+
+        An Event, not `Thread.join`: a join that a Ctrl-C interrupts can leave the thread
+        marked as ended while it still runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.wait(0.25):
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+        if reraise and self._error is not None:
+            raise self._error
 
 
 def _notice(text: str) -> None:

@@ -17,16 +17,15 @@ from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Rep
 from soev_pipeline.run.service import (
     RunSelection,
     aggregate_run,
-    attempt_run,
+    attempt_selected,
     grade_run,
-    prepare_run,
 )
-from soev_pipeline.runtime import BUILTIN, RuntimeSession
+from soev_pipeline.runtime import RuntimeSession
 
 from .config import EvaluateConfig, GradeConfig, ReportConfig
 from .io import EvidenceRef, ScoringRef
 from .names import PLAIN, Names
-from .resources import Progress, RuntimeResource, SoevProject
+from .resources import Progress, SessionHolder, SoevProject
 
 RUN_ASSETS_IO = "run_archive_io_manager"
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
@@ -40,7 +39,7 @@ class Resources:
     def __init__(self, context: dg.AssetExecutionContext, names: Names) -> None:
         resources = context.resources
         self.project: SoevProject = getattr(resources, names("project"))
-        self.runtime: RuntimeResource = resources.runtime
+        self.runtime: SessionHolder = resources.runtime
         self.progress: Progress = resources.progress
 
 
@@ -155,22 +154,34 @@ def _attempt(
     project, runtime, progress = resources.project, resources.runtime, resources.progress
     run_id = context.partition_key
     loaded = project.loaded
-    selection = RunSelection(tuple(config.suites), config.split.split, config.k)
-    name = config.runtime or loaded.project.runtime
-    session = runtime.session
-    bindings = session.run(
-        session.bindings(loaded, name, _operation(context, names), project.state)
-    )
-    archive = RunArchive(project.runs, run_id)
-    resume = archive.exists() if config.resume is None else config.resume
-    if resume:
-        archive.manifest()
-    with archive.locked("resume" if resume else "run"):
-        prepared = prepare_run(
-            loaded, project.runs, run_id, selection, resume=resume, runtime=name or BUILTIN
+    head_start = project.head_starts.pop(run_id, None)
+    if head_start is not None:
+        attempted = head_start.result()
+    else:
+        selection = RunSelection(tuple(config.suites), config.split.split, config.k)
+        name = config.runtime or loaded.project.runtime
+        session = runtime.session
+        bindings = session.run(
+            session.bindings(loaded, name, _operation(context, names), project.state)
         )
-        progress.phase(f"{len(prepared.plan)} attempts to run")
-        stats = session.run(attempt_run(loaded, prepared, bindings, progress=progress.attempts))
+        archive = RunArchive(project.runs, run_id)
+        resume = archive.exists() if config.resume is None else config.resume
+        if resume:
+            archive.manifest()
+        with archive.locked("resume" if resume else "run"):
+            attempted = session.run(
+                attempt_selected(
+                    loaded,
+                    project.runs,
+                    run_id,
+                    selection,
+                    bindings,
+                    resume=resume,
+                    runtime=name,
+                    progress=progress,
+                )
+            )
+    prepared, stats = attempted.prepared, attempted.stats
     manifest = prepared.manifest
     return dg.Output(
         EvidenceRef(run_id),

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from soev_pipeline.project.listing import ListedProject
+from soev_pipeline.runtime import RuntimeSession
 
 from .assets import (
     RUN_ASSETS_IO,
@@ -24,7 +25,7 @@ from .io import RunArchiveIOManager
 from .jobs import build_jobs, build_nightly_schedule
 from .names import Names
 from .requests import build_new_evaluation_job, build_request_sensor
-from .resources import Progress, RuntimeResource, SoevProject, load_project
+from .resources import Progress, RuntimeResource, SharedRuntime, SoevProject, load_project
 
 
 def build_definitions(
@@ -32,14 +33,16 @@ def build_definitions(
     *,
     progress: Progress | None = None,
     nightly_cron: str | None = None,
+    session: RuntimeSession | None = None,
 ) -> dg.Definitions:
     """The assets, jobs, check and schedule of a loaded project.
 
     Its suite names partition `suites`, and the hashes of its prompts and rubrics make the
     code version of `verdicts`, so a changed prompt shows the verdicts graded with the old
-    one as stale once the definitions reload.
+    one as stale once the definitions reload. With `session`, the runs use that runtime
+    session (the command's own) rather than opening one each.
     """
-    return build_location([project], progress=progress, nightly_cron=nightly_cron)
+    return build_location([project], progress=progress, nightly_cron=nightly_cron, session=session)
 
 
 def build_location(
@@ -47,6 +50,7 @@ def build_location(
     *,
     progress: Progress | None = None,
     nightly_cron: str | None = None,
+    session: RuntimeSession | None = None,
 ) -> dg.Definitions:
     """The definitions of one code location serving `projects`, each under its own names."""
     parts: dict[str, list[Any]] = {
@@ -56,7 +60,8 @@ def build_location(
         "schedules": [],
         "sensors": [],
     }
-    resources: dict[str, Any] = {"progress": progress or Progress(), "runtime": RuntimeResource()}
+    runtime = RuntimeResource() if session is None else SharedRuntime(session)
+    resources: dict[str, Any] = {"progress": progress or Progress(), "runtime": runtime}
     seen: set[str] = set()
     for project in projects:
         names = project.names

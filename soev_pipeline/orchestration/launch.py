@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 import dagster as dg
 
 from soev_pipeline.project import ProjectPaths
+from soev_pipeline.run.service import AttemptedRun
+from soev_pipeline.runtime import RuntimeSession
 
 from .config import SplitChoice
 from .definitions import build_definitions
@@ -156,12 +159,19 @@ def evaluate(
     resume: bool,
     progress: Progress | None = None,
     notice: Notice | None = None,
+    attempted: Future[AttemptedRun] | None = None,
+    session: RuntimeSession | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Load the selected suites, then run `evaluate` on the run's partition.
 
+    `attempted` is the run's attempt phase when the caller started it already (the CLI
+    does, while Dagster loads): the `attempt` step then waits for it and records it
+    rather than attempting. The steps use the caller's runtime `session` when given.
     Raises the step's own exception when a step fails (a `ProjectError`, say).
     """
-    defs = build_definitions(project, progress=progress)
+    defs = build_definitions(project, progress=progress, session=session)
+    if attempted is not None:
+        project.head_starts[run_id] = attempted
     named = project.names
     selected = list(suites) or [suite.name for suite in project.loaded.suites]
     with project_instance(project.paths) as instance:
@@ -170,27 +180,39 @@ def evaluate(
         for name in _changed_suites(instance, project, selected):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
         _ensure_partition(instance, project, run_id)
-        config = {
-            "suites": list(suites),
-            "split": SplitChoice.of(split).value,
-            "k": k,
-            "runtime": runtime,
-            "resume": resume,
-        }
-        run_config = {
-            **QUIET,
-            "ops": {
-                named("attempt"): {"config": config},
-                named("grade"): {"config": {"offline": False, "runtime": runtime}},
-                named("aggregate"): {"config": {"runtime": runtime}},
-            },
-        }
+        run_config = _evaluate_config(project, suites, split, k, runtime, resume)
         return defs.resolve_job_def(named(EVALUATE)).execute_in_process(
             instance=instance,
             partition_key=run_id,
             run_config=run_config,
             tags=_tags(),
         )
+
+
+def _evaluate_config(
+    project: SoevProject,
+    suites: Sequence[str],
+    split: str | None,
+    k: int,
+    runtime: str | None,
+    resume: bool,
+) -> dict[str, Any]:
+    named = project.names
+    config = {
+        "suites": list(suites),
+        "split": SplitChoice.of(split).value,
+        "k": k,
+        "runtime": runtime,
+        "resume": resume,
+    }
+    return {
+        **QUIET,
+        "ops": {
+            named("attempt"): {"config": config},
+            named("grade"): {"config": {"offline": False, "runtime": runtime}},
+            named("aggregate"): {"config": {"runtime": runtime}},
+        },
+    }
 
 
 def rescore(

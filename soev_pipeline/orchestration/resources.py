@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Protocol
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -10,11 +12,19 @@ from pydantic import PrivateAttr
 from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.progress import Progress
+from soev_pipeline.run.service import AttemptedRun
 from soev_pipeline.runtime import RuntimeSession
 
 from .names import PLAIN, Names, names_of
 
-__all__ = ["Progress", "RuntimeResource", "SoevProject", "load_project"]
+__all__ = [
+    "Progress",
+    "RuntimeResource",
+    "SessionHolder",
+    "SharedRuntime",
+    "SoevProject",
+    "load_project",
+]
 
 
 class SoevProject:
@@ -29,6 +39,10 @@ class SoevProject:
         self.loaded = loaded
         self.paths = paths
         self.names = names
+        self.head_starts: dict[str, Future[AttemptedRun]] = {}
+        """Runs whose attempts the command started before its Dagster run did (the CLI
+        attempts while Dagster loads): the `attempt` step waits for them and records them
+        instead of attempting."""
 
     @property
     def runs(self) -> Path:
@@ -59,6 +73,21 @@ def load_project(
     except SealChangedError as exc:
         message = exc.aggregate_message
     raise ProjectError(message)
+
+
+class SessionHolder(Protocol):
+    """What the ops need of the `runtime` resource: the session of the run."""
+
+    @property
+    def session(self) -> RuntimeSession: ...
+
+
+class SharedRuntime:
+    """A runtime session that the command opened itself and lends to its Dagster run: the
+    run's steps use it, and the command closes it when it is done."""
+
+    def __init__(self, session: RuntimeSession) -> None:
+        self.session = session
 
 
 class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -18,13 +18,14 @@ from soev_pipeline.core.models import Case, Split
 from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
-from soev_pipeline.runtime import RuntimeBindings
+from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
 from .compare import previous_rates
 from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
+from .progress import Progress
 from .report import build_report, write_report
 from .results import GradingSummary, Report
 
@@ -150,6 +151,36 @@ async def attempt_run(
         )
 
 
+@dataclass(frozen=True)
+class AttemptedRun:
+    """A run's attempt phase, done: what was planned and how it went."""
+
+    prepared: PreparedRun
+    stats: AttemptStats
+
+
+async def attempt_selected(
+    loaded: LoadedProject,
+    runs_dir: Path,
+    run_id: str,
+    selection: RunSelection,
+    bindings: RuntimeBindings,
+    *,
+    resume: bool,
+    runtime: str | None,
+    progress: Progress,
+) -> AttemptedRun:
+    """The attempt operation: create (or reopen, with `resume`) the run and run its missing
+    attempts. The `attempt` step and the CLI's head start both call this; the caller holds
+    the run's lock."""
+    prepared = prepare_run(
+        loaded, runs_dir, run_id, selection, resume=resume, runtime=runtime or BUILTIN
+    )
+    progress.phase(f"{len(prepared.plan)} attempts to run")
+    stats = await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
+    return AttemptedRun(prepared, stats)
+
+
 async def grade_run(
     loaded: LoadedProject,
     archive: RunArchive,
@@ -175,7 +206,7 @@ async def grade_run(
             await asyncio.to_thread(warm)
     scoring_dir = archive.new_scoring()
     try:
-        total = archive.count_evidence() if progress is not None else 0
+        total = archive.count_evidence()
         with frozen_heap():
             summary = await grade_evidence(
                 loaded,

@@ -10,7 +10,9 @@ session closes.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
+import time
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -36,6 +38,8 @@ class RuntimeSession:
         self._thread: threading.Thread | None = None
         self._stack: AsyncExitStack | None = None
         self._bindings: RuntimeBindings | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[concurrent.futures.Future[Any], threading.Event] = {}
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run `work` on the session's loop and return its result.
@@ -43,6 +47,34 @@ class RuntimeSession:
         When the waiting thread is interrupted (Ctrl-C), the work is cancelled and given
         `CANCEL_GRACE_S` to clean up before the interruption goes on.
         """
+        future, finished = self._start(work)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                finished.wait(CANCEL_GRACE_S)
+            raise
+
+    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start `work` on the session's loop and return at once: another thread may wait
+        for its result, and `interrupt` cancels it."""
+        return self._start(work)[0]
+
+    def interrupt(self, grace: float = CANCEL_GRACE_S) -> None:
+        """Cancel every work in flight, from whichever thread started it, and give each
+        `grace` seconds to clean up (a Ctrl-C in a thread that waits for another)."""
+        with self._lock:
+            pending = list(self._pending.items())
+        for future, _ in pending:
+            future.cancel()
+        deadline = time.monotonic() + grace
+        for _, finished in pending:
+            finished.wait(max(0.0, deadline - time.monotonic()))
+
+    def _start(
+        self, work: Coroutine[Any, Any, T]
+    ) -> tuple[concurrent.futures.Future[T], threading.Event]:
         loop = self._ensure_loop()
         finished = threading.Event()
 
@@ -53,13 +85,14 @@ class RuntimeSession:
                 finished.set()
 
         future = asyncio.run_coroutine_threadsafe(guarded(), loop)
-        try:
-            return future.result()
-        except BaseException:
-            if not future.done():
-                future.cancel()
-                finished.wait(CANCEL_GRACE_S)
-            raise
+        with self._lock:
+            self._pending[future] = finished
+        future.add_done_callback(self._forget)
+        return future, finished
+
+    def _forget(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._pending.pop(future, None)
 
     async def bindings(
         self,
@@ -120,10 +153,11 @@ class RuntimeSession:
             self._loop = self._thread = None
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(
-                target=self._loop.run_forever, name="soev-runtime", daemon=True
-            )
-            self._thread.start()
-        return self._loop
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="soev-runtime", daemon=True
+                )
+                self._thread.start()
+            return self._loop

@@ -160,6 +160,14 @@ def dagster_runs(home: Path, pid: int) -> list[dg.DagsterRunStatus]:
         return [run.status for run in instance.get_runs() if run.tags.get("soev/pid") == str(pid)]
 
 
+def started_run(home: Path, pid: int) -> bool:
+    """Whether process `pid` has a started Dagster run (False while its instance is made)."""
+    try:
+        return dagster_runs(home, pid) == [dg.DagsterRunStatus.STARTED]
+    except Exception:
+        return False
+
+
 class Gate:
     """An assistant that answers the first `free` turns at once and holds every later turn
     until `gate` is set (at most 30 s, so that a broken test cannot hang the fake)."""
@@ -812,6 +820,8 @@ def test_a_run_killed_with_sigkill_is_marked_failed_by_the_next_command(
     with FakeThreadAPI(held) as system:
         try:
             project, process = start_held_run(tmp_path, commands, system)
+            # the attempts start before Dagster has loaded; its run shows soon after
+            wait_for(lambda: started_run(home, process.pid), process, "a started Dagster run")
             killed = commands.interrupt(process, signal.SIGKILL)
             assert dagster_runs(home, process.pid) == [dg.DagsterRunStatus.STARTED]
         finally:
