@@ -73,6 +73,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
 
             def evaluate() -> None:
+                import pandas  # noqa: F401 - for the report's tables, imported while attempting
+
                 from soev_pipeline.orchestration import launch
                 from soev_pipeline.orchestration.names import names_of
                 from soev_pipeline.orchestration.resources import SoevProject

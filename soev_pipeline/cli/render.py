@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from soev_pipeline.run.plan import GroupPlan
 from soev_pipeline.run.results import Comparison, GroupFigures, Interval, PairedGroup, Report
 from soev_pipeline.text import shorten
@@ -36,6 +34,8 @@ def _number(value: float | None) -> str:
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     if not rows:
         return f"(no {columns[0]} with attempts)"
+    import pandas as pd  # a third of a second to import: only when a table is printed
+
     frame = pd.DataFrame(list(rows), columns=list(columns))
     return str(frame.to_string(index=False))
 
