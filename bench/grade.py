@@ -1,40 +1,55 @@
-"""Benchmark: grade many attempts with every built-in kind that needs no judge.
+"""Benchmark: an offline rescore of many attempts with every built-in kind that needs no judge.
 
-Generates, from a seed, a corpus of Dutch-like law units and attempts whose replies quote
-the corpus, mention articles and cite units (see `synthetic.py`). It then grades every
-attempt with each kind of `builtin_registry()` except the five judge kinds, through
-`CriterionRegistry.evaluate`, and prints per corpus size: the time to load the corpus and
-to build its indexes, the attempts graded per second, and the peak memory.
+Generates, from a seed, a project on disk: a corpus of Dutch-like law units, one suite of
+cases that share every non-judge kind of `builtin_registry()`, and a run archive whose
+evidence quotes the corpus, mentions articles and cites units (see `synthetic.py`). It
+then rescores that run through the functions that `soev-evals rescore` runs, and prints
+per corpus size and mode (serial: `SOEV_GRADE_WORKERS=1`; parallel: 2 workers) the median
+of the phases:
 
-Each corpus size runs in its own process, so that its peak memory is its own. Grading
-time should not grow with the corpus: the corpus criteria use indexes, never a scan.
+- suite load: `project.load` (project.yaml, the suite, the corpus file);
+- index: building the corpus indexes (`warm`);
+- grading: `grade_run`, which streams the evidence, grades it and writes verdicts.jsonl;
+- writing: `aggregate_run`, which builds the report and writes report.json;
 
-    python bench/grade.py                                  # 5,000 and 50,000 units
-    python bench/grade.py --units 2000 --attempts 500      # a quick smoke test
+their sum (the rescore), the CPU seconds of all its processes, and its memory: the peak
+RSS of the main process after each phase, of the largest worker, and the peak of the
+summed PSS of the process tree (sampled every half second; PSS counts a page that the
+workers share with the main process once). `report --json` is timed apart, in a process of
+its own: reading the report back and encoding it as `soev-evals report RUN --json` does.
+
+Each measurement runs in a fresh process; the modes alternate, so that the load of other
+processes on the machine falls on both. Both modes must write byte-identical verdicts; the
+table says whether they did.
+
+    python bench/grade.py                                     # 5,000 and 50,000 units
+    python bench/grade.py --units 2000 --attempts 500 --repeat 1   # a quick smoke test
+    python bench/grade.py --units 5000 --kinds 2000          # grading seconds per kind
+    python bench/grade.py --units 5000 --crossover 50 100 200 400  # when workers pay
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import os
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-from synthetic import MESSAGES, make_attempts, make_cases, make_corpus
-
-from soev_pipeline.core.models import Case, CriterionSpec, Evidence
-from soev_pipeline.core.ports import CriterionContext, LanguageDetector
-from soev_pipeline.corpus import load_corpus
-from soev_pipeline.criteria import CriterionRegistry, builtin_registry
+import yaml
 
 JUDGE_KINDS = frozenset(
     {
@@ -57,134 +72,331 @@ PARAMS: dict[str, dict[str, Any]] = {
     "usage.max_tokens": {"max": 6000},
     "usage.max_seconds": {"max": 20},
 }
+RUN_ID = "bench"
+MODES = {"serial": "1", "parallel": "2"}
+ROWS = [
+    ("suite load (s)", "load_s"),
+    ("index (s)", "index_s"),
+    ("grading (s)", "grade_s"),
+    ("writing (s)", "write_s"),
+    ("rescore wall (s)", "rescore_s"),
+    ("CPU, all processes (s)", "cpu_s"),
+    ("RSS after index (MB)", "indexed_mb"),
+    ("RSS after grading (MB)", "graded_mb"),
+    ("RSS after writing (MB)", "written_mb"),
+    ("RSS, largest worker (MB)", "worker_mb"),
+    ("PSS, process tree (MB)", "pss_mb"),
+    ("report --json (s)", "read_s"),
+    ("report --json RSS (MB)", "read_mb"),
+]
 
 
-class FixedLanguage:
-    """A language detector that always answers Dutch: for when no real one is at hand."""
-
-    def detect(self, text: str) -> str:
-        return "nl"
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def language_detector(fake: bool) -> tuple[LanguageDetector, str]:
-    if not fake:
-        try:
-            from soev_pipeline.judges.language import LangidDetector
-        except ImportError:
-            pass
-        else:
-            return LangidDetector(), "LangidDetector"
-    return FixedLanguage(), "fixed (always nl)"
+def _criteria() -> list[dict[str, Any]]:
+    """Every non-judge built-in kind with bench parameters, as suite-file criteria."""
+    from soev_pipeline.core.models import CriterionSpec
+    from soev_pipeline.criteria import builtin_registry
 
-
-Graded = list[tuple[CriterionSpec, BaseModel]]
-
-
-def criteria(registry: CriterionRegistry) -> tuple[Graded, list[str]]:
-    """Every non-judge kind of `registry` with bench parameters; kinds that refuse them."""
-    chosen: Graded = []
-    skipped: list[str] = []
+    registry = builtin_registry()
+    chosen = []
     for name in registry:
         if name in JUDGE_KINDS:
             continue
-        spec = CriterionSpec.model_validate({"kind": name, **PARAMS.get(name, {})})
+        raw = {"kind": name, **PARAMS.get(name, {})}
         try:
-            chosen.append((spec, registry.validate(spec)))
+            registry.validate(CriterionSpec.model_validate(raw))
         except Exception as exc:
-            skipped.append(f"{name} ({exc})")
-    return chosen, skipped
+            sys.stderr.write(f"skipped kind {name}: {exc}\n")
+            continue
+        chosen.append(raw)
+    return chosen
 
 
-async def grade_all(
-    registry: CriterionRegistry,
-    specs: Graded,
-    attempts: list[tuple[Case, Evidence]],
-    ctx: CriterionContext,
-) -> tuple[dict[str, Counter[str]], dict[str, float]]:
-    statuses: dict[str, Counter[str]] = defaultdict(Counter)
-    seconds: dict[str, float] = defaultdict(float)
-    for case, evidence in attempts:
-        for spec, params in specs:
-            began = time.perf_counter()
-            verdict = await registry.evaluate(spec, case, evidence, ctx, params)
-            seconds[spec.kind] += time.perf_counter() - began
-            statuses[spec.kind][verdict.status] += 1
-    return statuses, seconds
+def make(folder: Path, units: int, attempts: int, seed: int) -> None:
+    """Write the project and the run archive of one corpus size into `folder`."""
+    from synthetic import MESSAGES, make_attempts, make_cases, make_corpus
+
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive, build_manifest
+
+    corpus = make_corpus(seed, units)
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
+        for unit in corpus:
+            record = {
+                "id": unit.id,
+                "text": unit.text,
+                "law": unit.law,
+                "aliases": list(unit.aliases),
+                "article": unit.article,
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    cases = make_cases(random.Random(seed + 2), corpus, max(1, min(1000, attempts // 4)))
+    suite = {
+        "suite": "bench",
+        "criteria": _criteria(),
+        "cases": [case.model_dump(mode="json", exclude={"suite"}) for case in cases],
+    }
+    (folder / "suites").mkdir()
+    with (folder / "suites" / "bench.yaml").open("w", encoding="utf-8") as out:
+        yaml.safe_dump(suite, out, allow_unicode=True, sort_keys=False)
+    project = {
+        "name": "bench",
+        "system": {"base_url": "http://127.0.0.1:9/", "agent": "bench"},
+        "suites": [{"name": "bench", "files": "suites/*.yaml"}],
+        "messages": MESSAGES,
+        "corpus": "corpus.jsonl",
+    }
+    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
+    loaded = load(folder / "project.yaml", check_sealed=False)
+    made = make_attempts(seed, corpus, list(loaded.cases()), attempts)
+    manifest = build_manifest(
+        run_id=RUN_ID,
+        project="bench",
+        suites=["bench"],
+        split=None,
+        k=max(evidence.attempt for _, evidence in made) + 1,
+        cases=list(loaded.cases()),
+        shas=loaded.prompt_shas,
+    )
+    archive = RunArchive(folder / "runs", RUN_ID)
+    archive.create(manifest)
+    with archive.evidence_writer() as writer:
+        for _, evidence in made:
+            writer.append(evidence)
 
 
-def run_one(units: int, attempts_count: int, seed: int, fake_language: bool) -> dict[str, Any]:
-    """One corpus size, in this process: generate, load, index, grade; return the figures."""
+def _warm(loaded: Any) -> None:
+    warm = getattr(loaded.context.corpus, "warm", None)
+    if callable(warm):
+        warm()
+
+
+def rescore(folder: Path) -> dict[str, Any]:
+    """Rescore the run in `folder` once, in this process; return the phases' figures."""
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive
+    from soev_pipeline.run.service import aggregate_run, grade_run
+
     began = time.perf_counter()
-    corpus_units = make_corpus(seed, units)
-    text_mb = sum(len(unit.text.encode()) for unit in corpus_units) / 1e6
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "corpus.jsonl"
-        with path.open("w", encoding="utf-8") as out:
-            for unit in corpus_units:
-                record = {
-                    "id": unit.id,
-                    "text": unit.text,
-                    "law": unit.law,
-                    "aliases": list(unit.aliases),
-                    "article": unit.article,
-                }
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        load_began = time.perf_counter()
-        corpus = load_corpus(path)
-        load_s = time.perf_counter() - load_began
-    rng = random.Random(seed + 2)
-    cases = make_cases(rng, corpus_units, max(1, min(1000, attempts_count // 4)))
-    attempts = make_attempts(seed, corpus_units, cases, attempts_count)
-    del corpus_units
-    generate_s = time.perf_counter() - began - load_s
+    loaded = load(folder / "project.yaml", check_sealed=False)
+    load_s = time.perf_counter() - began
 
-    index_began = time.perf_counter()
-    corpus.warm()
-    index_s = time.perf_counter() - index_began
+    mark = time.perf_counter()
+    _warm(loaded)
+    index_s = time.perf_counter() - mark
+    indexed_mb = _peak_mb()
 
-    registry = builtin_registry()
-    specs, skipped = criteria(registry)
-    detector, detector_name = language_detector(fake_language)
-    ctx = CriterionContext(messages=MESSAGES, corpus=corpus, language_detector=detector)
-    grade_began = time.perf_counter()
-    statuses, seconds = asyncio.run(grade_all(registry, specs, attempts, ctx))
-    grade_s = time.perf_counter() - grade_began
+    archive = RunArchive(folder / "runs", RUN_ID)
+    for scoring in archive.scorings():
+        shutil.rmtree(scoring)
+    mark = time.perf_counter()
+    scoring_dir, summary = asyncio.run(grade_run(loaded, archive, judge=None, offline=True))
+    grade_s = time.perf_counter() - mark
+    graded_mb = _peak_mb()
+
+    mark = time.perf_counter()
+    aggregate_run(archive, scoring_dir)
+    write_s = time.perf_counter() - mark
+    rescore_s = time.perf_counter() - began
+
+    verdicts = (scoring_dir / "verdicts.jsonl").read_bytes()
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "units": units,
-        "text_mb": round(text_mb, 1),
-        "attempts": attempts_count,
-        "kinds": len(specs),
-        "skipped": skipped,
-        "language_detector": detector_name,
-        "generate_s": round(generate_s, 2),
-        "load_s": round(load_s, 2),
-        "index_s": round(index_s, 2),
-        "index_mb": round(corpus.quote_index().nbytes / 1e6, 1),
-        "grade_s": round(grade_s, 2),
-        "attempts_per_s": round(attempts_count / grade_s) if grade_s else None,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "statuses": {kind: dict(counts) for kind, counts in sorted(statuses.items())},
-        "seconds": {kind: round(value, 2) for kind, value in sorted(seconds.items())},
+        "attempts": summary.attempts,
+        "kinds": len(summary.criterion_versions),
+        "load_s": load_s,
+        "index_s": index_s,
+        "grade_s": grade_s,
+        "write_s": write_s,
+        "rescore_s": rescore_s,
+        "cpu_s": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
+        "indexed_mb": indexed_mb,
+        "graded_mb": graded_mb,
+        "written_mb": own.ru_maxrss / 1024,
+        "worker_mb": workers.ru_maxrss / 1024,
+        "verdicts_sha": hashlib.sha256(verdicts).hexdigest()[:16],
+        "verdicts_mb": len(verdicts) / 1e6,
+        "report_mb": (scoring_dir / "report.json").stat().st_size / 1e6,
     }
 
 
-def _table(results: list[dict[str, Any]]) -> str:
-    rows = [
-        ("corpus text (MB)", "text_mb"),
-        ("load corpus JSONL (s)", "load_s"),
-        ("build indexes (s)", "index_s"),
-        ("quote index arrays (MB)", "index_mb"),
-        ("attempts graded", "attempts"),
-        ("kinds per attempt", "kinds"),
-        ("grading time (s)", "grade_s"),
-        ("attempts per second", "attempts_per_s"),
-        ("peak memory, max RSS (MB)", "peak_rss_mb"),
+def report_json(folder: Path) -> dict[str, Any]:
+    """Read the run's report back and encode it, as `report RUN --json` does."""
+    from soev_pipeline.run import RunArchive, read_report
+
+    began = time.perf_counter()
+    report = read_report(RunArchive(folder / "runs", RUN_ID))
+    text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    return {
+        "read_s": time.perf_counter() - began,
+        "read_mb": _peak_mb(),
+        "printed_mb": len(text.encode()) / 1e6,
+    }
+
+
+def _tree_pss_kb(pid: int) -> int:
+    """The summed PSS of `pid` and its children, in kB (0 for a process that is gone)."""
+    total = 0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for each in [pid, *map(int, children)]:
+        try:
+            for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            pass
+    return total
+
+
+def _child(folder: Path, flag: str, env: dict[str, str]) -> tuple[dict[str, Any], int]:
+    """Run this script with `flag` in a fresh process; its figures and its tree's peak PSS."""
+    command = [sys.executable, __file__, flag, str(folder)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.5):
+            peak = max(peak, _tree_pss_kb(process.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = process.communicate()
+    done.set()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"{flag} {folder} failed with status {process.returncode}")
+    figures: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return figures, peak
+
+
+def measure(folder: Path, mode: str) -> dict[str, Any]:
+    """Rescore in `mode` in a fresh process, then time `report --json` in another."""
+    env = {**os.environ, "SOEV_GRADE_WORKERS": MODES[mode]}
+    result, peak = _child(folder, "--rescore", env)
+    result["pss_mb"] = peak / 1024
+    result.update(_child(folder, "--report-json", env)[0])
+    return result
+
+
+def kinds(folder: Path, count: int) -> None:
+    """Grade the first `count` attempts here, a kind at a time, and print seconds per kind."""
+    from soev_pipeline.core.ports import CriterionContext
+    from soev_pipeline.judges import LangidDetector
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive
+
+    loaded = load(folder / "project.yaml", check_sealed=False)
+    _warm(loaded)
+    cases = {case.id: case for case in loaded.cases()}
+    evidence = list(islice(RunArchive(folder / "runs", RUN_ID).iter_evidence(), count))
+    ctx = CriterionContext(
+        messages=loaded.context.messages,
+        corpus=loaded.context.corpus,
+        language_detector=LangidDetector(),
+    )
+    seconds: dict[str, float] = defaultdict(float)
+    statuses: dict[str, Counter[str]] = defaultdict(Counter)
+
+    async def grade() -> None:
+        for item in evidence:
+            case = cases[item.case_id]
+            for index, spec in enumerate(case.criteria):
+                params = loaded.params.get((case.id, index))
+                began = time.perf_counter()
+                verdict = await loaded.registry.evaluate(spec, case, item, ctx, params)
+                seconds[spec.kind] += time.perf_counter() - began
+                statuses[spec.kind][verdict.status] += 1
+
+    asyncio.run(grade())
+    total = sum(seconds.values())
+    sys.stdout.write(f"{len(evidence):,} attempts: {1000 * total / len(evidence):.2f} ms each\n")
+    for kind, value in sorted(seconds.items(), key=lambda pair: -pair[1]):
+        shown = ", ".join(f"{s} {n}" for s, n in sorted(statuses[kind].items()))
+        share = f"{100 * value / total:.0f} %"
+        sys.stdout.write(f"  {kind:30}{value:8.2f} s {share:>6}   {shown}\n")
+
+
+def crossover(folder: Path, sizes: list[int], repeat: int) -> None:
+    """Grade the first n attempts in one process and with two workers, for each n."""
+    from soev_pipeline.core.ports import CriterionContext
+    from soev_pipeline.judges import LangidDetector
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive, grade_evidence
+
+    loaded = load(folder / "project.yaml", check_sealed=False)
+    _warm(loaded)
+    evidence = list(RunArchive(folder / "runs", RUN_ID).iter_evidence())
+    ctx = CriterionContext(
+        messages=loaded.context.messages,
+        corpus=loaded.context.corpus,
+        language_detector=LangidDetector(),
+    )
+
+    def grade(count: int, workers: int) -> float:
+        with tempfile.TemporaryDirectory() as scoring:
+            began = time.perf_counter()
+            work = grade_evidence(
+                loaded, ctx, evidence[:count], Path(scoring), total=count, workers=workers
+            )
+            asyncio.run(work)
+            return time.perf_counter() - began
+
+    sys.stdout.write(f"{'attempts':>10}{'one process (s)':>18}{'two workers (s)':>18}\n")
+    for count in sizes:
+        alone, pooled = [], []
+        for _ in range(repeat):
+            alone.append(grade(count, 1))
+            pooled.append(grade(count, 2))
+        line = f"{count:>10}{statistics.median(alone):>18.3f}{statistics.median(pooled):>18.3f}"
+        sys.stdout.write(line + "\n")
+
+
+def _table(columns: list[tuple[str, list[dict[str, Any]]]], repeat: int) -> str:
+    first = columns[0][1][0]
+    lines = [
+        f"{first['attempts']:,} attempts × {first['kinds']} kinds; median of {repeat}, "
+        "min–max below",
+        "",
+        f"{'':26}" + "".join(f"{name:>20}" for name, _ in columns),
     ]
-    header = f"{'':28}" + "".join(f"{result['units']:>14,} units" for result in results)
-    lines = [header]
-    for label, key in rows:
-        lines.append(f"{label:28}" + "".join(f"{result[key]!s:>20}" for result in results))
-    return "\n".join(lines)
+    for label, key in ROWS:
+        values = [[run[key] for run in runs] for _, runs in columns]
+        lines.append(f"{label:26}" + "".join(f"{statistics.median(v):>20.2f}" for v in values))
+        if repeat > 1:
+            spreads = "".join(f"{min(v):.1f}–{max(v):.1f}".rjust(20) for v in values)
+            lines.append(f"{'':26}{spreads}")
+    sizes = [("verdicts.jsonl (MB)", "verdicts_mb"), ("report.json (MB)", "report_mb")]
+    sizes.append(("report --json text (MB)", "printed_mb"))
+    for label, key in sizes:
+        lines.append(f"{label:26}" + "".join(f"{runs[0][key]:>20.2f}" for _, runs in columns))
+    by_size: dict[str, set[str]] = {}
+    for name, runs in columns:
+        by_size.setdefault(name.split()[0], set()).update(run["verdicts_sha"] for run in runs)
+    same = all(len(digests) == 1 for digests in by_size.values())
+    lines.append(f"\nverdicts.jsonl byte-identical across modes and runs: {same}")
+    return "\n".join(lines) + "\n"
+
+
+def _data(root: Path, units: int, attempts: int, seed: int) -> Path:
+    """The project of one corpus size under `root`, made unless it is there already."""
+    folder = root / f"u{units}-a{attempts}-s{seed}"
+    if not (folder / "runs" / RUN_ID / "evidence.jsonl").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        command = [sys.executable, __file__, "--make", str(folder), "--units", str(units)]
+        command += ["--attempts", str(attempts), "--seed", str(seed)]
+        subprocess.run(command, check=True)
+    return folder
 
 
 def main() -> None:
@@ -192,31 +404,46 @@ def main() -> None:
     parser.add_argument("--units", type=int, nargs="+", default=[5000, 50000])
     parser.add_argument("--attempts", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--fake-language", action="store_true", help="use a fixed detector")
-    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per mode (median)")
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    parser.add_argument("--data", type=Path, help="keep the generated projects here")
+    parser.add_argument("--kinds", type=int, metavar="N", help="time each kind over N attempts")
+    parser.add_argument(
+        "--crossover",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="time grading the first N attempts in one process and with two workers",
+    )
+    parser.add_argument("--make", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rescore", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--report-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
-        result = run_one(args.units[0], args.attempts, args.seed, args.fake_language)
-        sys.stdout.write(json.dumps(result) + "\n")
+    if args.make is not None:
+        make(args.make, args.units[0], args.attempts, args.seed)
         return
-    results = []
-    for units in args.units:
-        command = [sys.executable, __file__, "--one", "--units", str(units)]
-        command += ["--attempts", str(args.attempts), "--seed", str(args.seed)]
-        command += ["--fake-language"] if args.fake_language else []
-        done = subprocess.run(command, check=True, capture_output=True, text=True)
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    last = results[-1]
-    sys.stdout.write(_table(results) + "\n\n")
-    sys.stdout.write(f"language detector: {last['language_detector']}\n")
-    if last["skipped"]:
-        sys.stdout.write("skipped kinds: " + "; ".join(last["skipped"]) + "\n")
-    sizes = "".join(f"{result['units']:>10,} u" for result in results)
-    sys.stdout.write(f"\ngrading seconds per kind{sizes}   verdicts ({last['units']:,} units)\n")
-    for kind, counts in last["statuses"].items():
-        times = "".join(f"{result['seconds'].get(kind, 0):>12.2f}" for result in results)
-        shown = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
-        sys.stdout.write(f"  {kind:28}{times}   {shown}\n")
+    if args.rescore is not None or args.report_json is not None:
+        figures = rescore(args.rescore) if args.rescore else report_json(args.report_json)
+        sys.stdout.write(json.dumps(figures) + "\n")
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        root = args.data or Path(scratch)
+        if args.kinds or args.crossover:
+            folder = _data(root, args.units[0], args.attempts, args.seed)
+            if args.kinds:
+                kinds(folder, args.kinds)
+            else:
+                crossover(folder, args.crossover, args.repeat)
+            return
+        columns: list[tuple[str, list[dict[str, Any]]]] = []
+        for units in args.units:
+            folder = _data(root, units, args.attempts, args.seed)
+            runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in args.modes}
+            for _ in range(args.repeat):
+                for mode in args.modes:
+                    runs[mode].append(measure(folder, mode))
+            columns += [(f"{units:,}u {mode}", runs[mode]) for mode in args.modes]
+    sys.stdout.write(_table(columns, args.repeat))
 
 
 if __name__ == "__main__":

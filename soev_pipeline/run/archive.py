@@ -3,7 +3,7 @@
     runs/<run_id>/manifest.json
     runs/<run_id>/evidence.jsonl               one attempt a line, appended as each finishes
     runs/<run_id>/scorings/<NNNN>/verdicts.jsonl
-    runs/<run_id>/scorings/<NNNN>/report.json
+    runs/<run_id>/scorings/<NNNN>/report.json  the report without its case list
     runs/<run_id>/scorings/<NNNN>/scoring.json
     runs/<run_id>/lock                         who holds the run (see `run_lock`)
 
@@ -351,6 +351,7 @@ class RunArchive:
         return None
 
     def latest_report(self) -> dict[str, Any] | None:
+        """The latest report.json as it is: without the case list (see `read_report`)."""
         path = self.latest_report_path()
         if path is None:
             return None

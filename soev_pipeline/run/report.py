@@ -6,17 +6,19 @@ everything else that names a case hold dev cases alone.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.models import STATUSES, Split, Status
+from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 
 from .archive import REPORT, RunArchive, naming, write_json_atomically
 from .compare import CaseRate, RunRates, compare_rates
+from .grading import iter_graded
 from .manifest import Manifest
 from .results import (
     AttemptResult,
@@ -28,6 +30,58 @@ from .results import (
     StatusCounts,
 )
 from .scoring import AttemptScore, CaseFigures, aggregate, case_figures
+
+
+class _DevCases:
+    """The attempts of the dev cases of a scoring, collected to list them in a report.
+
+    Equal verdicts share one `PublicVerdict` (frozen): most verdicts of a large run repeat
+    one another, and the case list is the largest part of a report in memory.
+    """
+
+    def __init__(self) -> None:
+        self._attempts: dict[str, list[AttemptResult]] = defaultdict(list)
+        self._suite: dict[str, str] = {}
+        self._verdicts: dict[tuple[str, str, str, float, bool], PublicVerdict] = {}
+
+    def add(self, attempt: GradedAttempt) -> None:
+        self._suite[attempt.case_id] = attempt.suite
+        self._attempts[attempt.case_id].append(
+            AttemptResult(
+                attempt=attempt.attempt,
+                passed=attempt.passed,
+                score=attempt.score,
+                verdicts=tuple(self._public(verdict) for verdict in attempt.verdicts),
+            )
+        )
+
+    def _public(self, verdict: Verdict) -> PublicVerdict:
+        key = (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
+        public = self._verdicts.get(key)
+        if public is None:
+            public = self._verdicts[key] = PublicVerdict.of(verdict)
+        return public
+
+    def results(self, suites: Sequence[str]) -> tuple[CaseResult, ...]:
+        """The cases in suite order, then by id, each with its attempts in order."""
+        order = {name: index for index, name in enumerate(suites)}
+        cases = []
+        for case_id in sorted(self._attempts, key=lambda c: (order.get(self._suite[c], 0), c)):
+            attempts = self._attempts[case_id]
+            figure = case_figures([AttemptScore(a.score, a.passed) for a in attempts])
+            cases.append(
+                CaseResult(
+                    case_id=case_id,
+                    suite=self._suite[case_id],
+                    split="dev",
+                    pass_rate=figure.pass_rate,
+                    mean_score=figure.mean_score,
+                    pass_at_k=figure.pass_at_k,
+                    pass_all_k=figure.pass_all_k,
+                    attempts=tuple(sorted(attempts, key=lambda a: a.attempt)),
+                )
+            )
+        return tuple(cases)
 
 
 def build_report(
@@ -44,7 +98,7 @@ def build_report(
     """
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
     place: dict[str, tuple[str, Split]] = {}
-    dev_attempts: dict[str, list[AttemptResult]] = defaultdict(list)
+    dev = _DevCases()
     criteria: dict[str, dict[Status, int]] = {}
     for attempt in graded:
         scores[attempt.case_id].append(AttemptScore(attempt.score, attempt.passed))
@@ -53,14 +107,7 @@ def build_report(
             counts = criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
             counts[verdict.status] += 1
         if attempt.split == "dev":
-            dev_attempts[attempt.case_id].append(
-                AttemptResult(
-                    attempt=attempt.attempt,
-                    passed=attempt.passed,
-                    score=attempt.score,
-                    verdicts=tuple(PublicVerdict.of(verdict) for verdict in attempt.verdicts),
-                )
-            )
+            dev.add(attempt)
     figures = {case_id: case_figures(values) for case_id, values in scores.items()}
     suite_order = {name: index for index, name in enumerate(manifest.suites)}
     by_suite: dict[str, list[CaseFigures]] = defaultdict(list)
@@ -69,21 +116,6 @@ def build_report(
         suite, split = place[case_id]
         by_suite[suite].append(figure)
         by_split[split].append(figure)
-    cases = []
-    for case_id in sorted(dev_attempts, key=lambda c: (suite_order.get(place[c][0], 0), c)):
-        figure = figures[case_id]
-        cases.append(
-            CaseResult(
-                case_id=case_id,
-                suite=place[case_id][0],
-                split="dev",
-                pass_rate=figure.pass_rate,
-                mean_score=figure.mean_score,
-                pass_at_k=figure.pass_at_k,
-                pass_all_k=figure.pass_all_k,
-                attempts=tuple(sorted(dev_attempts[case_id], key=lambda a: a.attempt)),
-            )
-        )
     report = Report(
         run_id=manifest.run_id,
         project=manifest.project,
@@ -98,7 +130,7 @@ def build_report(
         criteria={
             kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
         },
-        cases=tuple(cases),
+        cases=dev.results(manifest.suites),
         expected_attempts=len(manifest.cases) * manifest.k,
         scoring=scoring,
         prompts=dict(manifest.prompts),
@@ -118,30 +150,57 @@ def build_report(
     return report
 
 
-def load_report(path: Path) -> Report:
-    """Read a `report.json`. Raises `ProjectError` when it is not a valid report."""
+def write_report(scoring_dir: Path, report: Report) -> None:
+    """Write `report.json` into a scoring folder, atomically, without the report's case list.
+
+    The case list repeats every verdict of the dev cases, which `verdicts.jsonl` of the same
+    folder holds already; `load_report` lists the cases from there again. So a scoring
+    keeps each verdict once, and its report.json holds the aggregates alone.
+    """
+    write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json", exclude={"cases"}))
+
+
+def read_cases(scoring_dir: Path, suites: Sequence[str]) -> tuple[CaseResult, ...]:
+    """The case list of a report, from the scoring's `verdicts.jsonl`, in `suites` order."""
+    dev = _DevCases()
+    for attempt in iter_graded(scoring_dir):
+        if attempt.split == "dev":
+            dev.add(attempt)
+    return dev.results(suites)
+
+
+def load_report(path: Path, suites: Sequence[str]) -> Report:
+    """Read a scoring's `report.json`, with the case list from the `verdicts.jsonl` beside it.
+
+    A report.json written before the case list moved out holds the list itself, and is
+    read as it is. `suites` is the run's suite order, the order of the case list.
+
+    Raises:
+        ProjectError: the file is not a valid report, or a line of the verdicts does not read.
+    """
     with naming(path):
         data = path.read_bytes()
+    rescore = f"`soev-evals rescore {path.parents[2].name}` writes it anew from the evidence"
     try:
-        return Report.model_validate_json(data)
+        raw = json.loads(data)
+    except ValueError as exc:
+        raise ProjectError(f"{path}: not a valid report (not JSON: {exc}); {rescore}") from None
+    if isinstance(raw, dict) and "cases" not in raw:
+        raw["cases"] = read_cases(path.parent, suites)
+    try:
+        return Report.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
         raise ProjectError(
-            f"{path}: not a valid report ({field + ': ' if field else ''}{first['msg']}); "
-            f"`soev-evals rescore {path.parents[2].name}` writes it anew from the evidence"
+            f"{path}: not a valid report ({field + ': ' if field else ''}{first['msg']}); {rescore}"
         ) from None
-
-
-def write_report(scoring_dir: Path, report: Report) -> None:
-    """Write `report.json` into a scoring folder, atomically."""
-    write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json"))
 
 
 def read_report(archive: RunArchive) -> Report:
     """The report of the run's latest scoring. Raises `ProjectError` when it has none."""
-    archive.manifest()
+    manifest = archive.manifest()
     path = archive.latest_report_path()
     if path is None:
         raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring yet")
-    return load_report(path)
+    return load_report(path, manifest.suites)

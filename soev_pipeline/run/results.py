@@ -1,8 +1,9 @@
 """The results of a scoring as typed models: graded attempts, the scoring summary, the report.
 
 Each model is what one file of a scoring folder holds: a `GradedAttempt` is a line of
-`verdicts.jsonl`, a `GradingSummary` is `scoring.json`, a `Report` is `report.json` and what
-`report RUN --json` prints (SPEC.md section 8). Field order is the order of the JSON keys.
+`verdicts.jsonl`, a `GradingSummary` is `scoring.json`, a `Report` is what `report RUN
+--json` prints (SPEC.md section 8) and, without its `cases`, which the verdicts hold,
+`report.json`. Field order is the order of the JSON keys.
 `docs/report.schema.json` is generated from `Report` by `scripts/report_schema.py`.
 """
 

@@ -7,7 +7,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from soev_pipeline.criteria import Builtin, builtin_registry
+from soev_pipeline.criteria import PURE_KINDS, Builtin, builtin_registry
 
 REQUIRED = object()
 ANY = object()
@@ -87,3 +87,10 @@ def test_match_is_hierarchical_or_exact(name: str) -> None:
     assert model.model_validate({"match": "exact"}).match == "exact"
     with pytest.raises(pydantic.ValidationError):
         model.model_validate({"match": "fuzzy"})
+
+
+def test_the_pure_kinds_are_every_kind_but_the_judges() -> None:
+    kinds = set(builtin_registry())
+    judged = {"behaviour.expected", "privacy.names", "nuggets.coverage", "rubric.judge"}
+    assert kinds - PURE_KINDS == judged | {"compare.equivalent"}
+    assert kinds >= PURE_KINDS

@@ -1,0 +1,302 @@
+"""Grading in worker processes: the same bytes as in one process, judge and project kinds
+kept here, and a worker that dies or a grading that is cancelled ends cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from soev_pipeline.core import Evidence, Turn, Usage
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.judges import LangidDetector
+from soev_pipeline.project import LoadedProject, load
+from soev_pipeline.run import GradingSummary, grade_evidence
+from soev_pipeline.run import grading as grading_module
+from soev_pipeline.run.archive import VERDICTS
+from soev_pipeline.run.pool import GradingWorkerError, WorkerPool, workers_setting
+from tests.support.builders import ScriptedJudge, label
+
+HOOKS = """
+import os
+
+from soev_pipeline.criteria import Builtin, NoParams, outcome
+
+
+async def where(case, evidence, *, params, ctx):
+    return outcome(passed=True, detail=f"pid {os.getpid()}")
+
+
+CRITERIA = [Builtin("proef.where", NoParams, where)]
+"""
+UNITS = [
+    {
+        "id": f"BWBR0005537/artikel-6:{n}",
+        "text": f"De termijn voor het indienen van een bezwaarschrift bedraagt {n} weken.",
+        "law": "Algemene wet bestuursrecht",
+        "aliases": ["Awb"],
+        "article": f"6:{n}",
+    }
+    for n in range(1, 9)
+]
+SHARED = [
+    {"kind": "run.no_failure", "gate": True},
+    {"kind": "reply.language", "language": "nl", "min_share": 0.5},
+    {"kind": "privacy.none"},
+    {"kind": "citations.in_corpus"},
+    {"kind": "citations.quotes_verbatim"},
+    {"kind": "citations.mentions_in_corpus"},
+    {"kind": "reply.contains", "substrings": ["termijn"]},
+]
+CASES = [
+    {"id": "kern-001", "input": "Hoe lang is de bezwaartermijn?"},
+    {"id": "kern-002", "input": "Wat zegt artikel 6:7?", "criteria": [{"kind": "proef.where"}]},
+    {"id": "kern-003", "input": "Mag ik later?", "criteria": [{"kind": "behaviour.expected"}]},
+    {"id": "kern-t01", "split": "test", "input": "Geheim?"},
+]
+REPLIES = [
+    'De termijn is zes weken: "bedraagt 6 weken" (artikel 6:7 Awb).',
+    "Volgens artikel 6:99 Awb geldt een termijn. Mail jan@example.nl.",
+    "The deadline is six weeks.",
+    '"Een verzonnen citaat" staat in art. 6:3 Awb, de termijn.',
+]
+
+
+def _project(folder: Path) -> LoadedProject:
+    (folder / "suites").mkdir(parents=True)
+    (folder / "hooks.py").write_text(HOOKS, encoding="utf-8")
+    corpus = "".join(json.dumps(unit) + "\n" for unit in UNITS)
+    (folder / "corpus.jsonl").write_text(corpus, encoding="utf-8")
+    suite = {"suite": "kern", "criteria": SHARED, "cases": CASES}
+    (folder / "suites" / "kern.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
+    project = {
+        "name": "proef",
+        "system": {"base_url": "http://127.0.0.1:9/", "agent": "wetwijzer"},
+        "suites": [{"name": "kern", "files": "suites/*.yaml"}],
+        "hooks": "hooks",
+        "corpus": "corpus.jsonl",
+    }
+    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
+    return load(folder / "project.yaml", check_sealed=False)
+
+
+def _evidence(count: int) -> list[Evidence]:
+    """`count` attempts over the cases, each case's attempts numbered from 0, and one
+    attempt twice: the second must not count."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    made = []
+    for n in range(count):
+        case = CASES[n % len(CASES)]
+        reply = None if n % 11 == 5 else REPLIES[n % len(REPLIES)]
+        cited = (UNITS[n % len(UNITS)]["id"], "BWBR9999999/artikel-1")[: 1 + n % 2]
+        turn = Turn(
+            input=str(case["input"]),
+            reply=reply,
+            citations=cited if reply else (),
+            usage=Usage(prompt_tokens=100 + n, completion_tokens=n),
+            duration_s=n / 7,
+            failure=None if reply else {"code": "timeout"},  # type: ignore[arg-type]
+        )
+        made.append(
+            Evidence(
+                case_id=str(case["id"]),
+                suite="kern",
+                split="test" if case.get("split") == "test" else "dev",
+                attempt=n // len(CASES),
+                turns=(turn,),
+                reply=reply,
+                citations=turn.citations,
+                started_at=start + timedelta(seconds=n),
+                finished_at=start + timedelta(seconds=n + 1),
+            )
+        )
+    return [*made, made[3], made[0].model_copy(update={"case_id": "gone-001"})]
+
+
+def _grade(
+    loaded: LoadedProject, evidence: list[Evidence], scoring: Path, workers: int, **options: Any
+) -> GradingSummary:
+    scoring.mkdir(parents=True)
+    ctx = CriterionContext(
+        messages=loaded.context.messages,
+        corpus=loaded.context.corpus,
+        judge=ScriptedJudge(label("answer", "past")),
+        language_detector=LangidDetector(),
+    )
+    return asyncio.run(
+        grade_evidence(
+            loaded, ctx, evidence, scoring, total=len(evidence), workers=workers, **options
+        )
+    )
+
+
+@pytest.fixture
+def loaded(tmp_path: Path) -> LoadedProject:
+    return _project(tmp_path / "project")
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of attempts of each chunk sent to a worker."""
+    sizes: list[int] = []
+    submit = WorkerPool.submit
+
+    def counted(self: WorkerPool[Any, Any], task: Any) -> Any:
+        sizes.append(len(task))
+        return submit(self, task)
+
+    monkeypatch.setattr(WorkerPool, "submit", counted)
+    return sizes
+
+
+def test_workers_write_the_bytes_of_one_process(
+    loaded: LoadedProject, tmp_path: Path, submitted: list[int]
+) -> None:
+    evidence = _evidence(120)
+    alone = _grade(loaded, evidence, tmp_path / "alone", workers=1)
+    assert submitted == []
+    pooled = _grade(loaded, evidence, tmp_path / "pooled", workers=2)
+    assert sum(submitted) == 120 - grading_module.WARM_UP - grading_module.PROBE
+    first = (tmp_path / "alone" / VERDICTS).read_bytes()
+    assert (tmp_path / "pooled" / VERDICTS).read_bytes() == first
+    ignored = {"scoring", "created_at"}
+    assert pooled.model_dump(exclude=ignored) == alone.model_dump(exclude=ignored)
+    assert (alone.attempts, alone.skipped) == (120, 1)
+    lines = [json.loads(line) for line in first.decode().splitlines()]
+    assert [(line["case_id"], line["attempt"]) for line in lines] == [
+        (e.case_id, e.attempt) for e in evidence[:120]
+    ]
+    statuses = {v["status"] for line in lines for v in line["verdicts"]}
+    assert statuses == {"pass", "fail", "error", "not_applicable"}
+    here = [v for line in lines for v in line["verdicts"] if v["kind"] == "proef.where"]
+    assert here and {v["detail"] for v in here} == {f"pid {os.getpid()}"}
+    judged = [v for line in lines for v in line["verdicts"] if v["kind"] == "behaviour.expected"]
+    assert "judge-m" in {v["judge_model"] for v in judged}
+
+
+def test_a_small_grading_stays_in_this_process(
+    loaded: LoadedProject, tmp_path: Path, submitted: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SOEV_GRADE_WORKERS", raising=False)
+    _grade(loaded, _evidence(60), tmp_path / "small", workers=None)
+    assert submitted == []
+
+
+def _in_a_worker(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
+    """Make every chunk that a worker process grades call `act` first."""
+    parent = os.getpid()
+    grade = grading_module._ChunkGrader.grade
+
+    def acting(self: Any, chunk: Any) -> Coroutine[Any, Any, Any]:
+        if os.getpid() != parent:
+            act()
+        return grade(self, chunk)
+
+    monkeypatch.setattr(grading_module._ChunkGrader, "grade", acting)
+
+
+def test_a_worker_that_dies_stops_the_grading_with_one_error(
+    loaded: LoadedProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _in_a_worker(monkeypatch, lambda: os.kill(os.getpid(), signal.SIGKILL))
+    began = time.monotonic()
+    with pytest.raises(GradingWorkerError, match=r"ended unexpectedly \(killed by SIGKILL"):
+        _grade(loaded, _evidence(120), tmp_path / "killed", workers=2)
+    assert time.monotonic() - began < 30
+    assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_fails_names_the_exception(
+    loaded: LoadedProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail() -> None:
+        raise RuntimeError("no room")
+
+    _in_a_worker(monkeypatch, fail)
+    with pytest.raises(GradingWorkerError, match=r"a grading worker failed: RuntimeError: no room"):
+        _grade(loaded, _evidence(120), tmp_path / "failed", workers=2)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_cancelled_grading_ends_its_workers(
+    loaded: LoadedProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, submitted: list[int]
+) -> None:
+    _in_a_worker(monkeypatch, lambda: time.sleep(60))
+    scoring = tmp_path / "cancelled"
+    scoring.mkdir()
+    ctx = CriterionContext(corpus=loaded.context.corpus, language_detector=LangidDetector())
+
+    async def cancel_once_sent() -> None:
+        grading = asyncio.ensure_future(
+            grade_evidence(loaded, ctx, _evidence(120), scoring, total=120, workers=2)
+        )
+        while not submitted:
+            await asyncio.sleep(0.01)
+        grading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await grading
+
+    began = time.monotonic()
+    asyncio.run(cancel_once_sent())
+    assert time.monotonic() - began < 30
+    assert multiprocessing.active_children() == []
+
+
+def test_a_cancelled_grading_in_one_process_stops_within_a_chunk(
+    loaded: LoadedProject, tmp_path: Path
+) -> None:
+    scoring = tmp_path / "cancelled"
+    scoring.mkdir()
+    ctx = CriterionContext(corpus=loaded.context.corpus, language_detector=LangidDetector())
+    written: list[int] = []
+    pure = [item for item in _evidence(8000) if item.case_id in ("kern-001", "kern-t01")]
+
+    async def cancel_once_written() -> None:
+        grading = asyncio.ensure_future(
+            grade_evidence(
+                loaded,
+                ctx,
+                pure,
+                scoring,
+                workers=1,
+                progress=lambda n, _: written.append(n),
+            )
+        )
+        while not written:
+            await asyncio.sleep(0)
+        grading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await grading
+
+    asyncio.run(cancel_once_written())
+    assert written[-1] < len(pure) / 4
+
+
+@pytest.mark.parametrize(
+    ("value", "workers"), [(None, None), ("", None), ("auto", None), ("1", 1), (" 3 ", 3)]
+)
+def test_the_workers_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, workers: int | None
+) -> None:
+    if value is None:
+        monkeypatch.delenv("SOEV_GRADE_WORKERS", raising=False)
+    else:
+        monkeypatch.setenv("SOEV_GRADE_WORKERS", value)
+    assert workers_setting() == workers
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_bad_workers_setting_is_refused(value: str) -> None:
+    with pytest.raises(ProjectError, match=r"SOEV_GRADE_WORKERS=.*1 or more"):
+        workers_setting(value)
