@@ -99,7 +99,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             except BaseException:
                 # Ctrl-C (or a failure): stop the attempts or the grading, and let the
                 # Dagster run record that it failed before the command ends
-                attempts.cancel()
                 session.interrupt()
                 dagster.wait(timeout=CANCEL_GRACE_S, reraise=False)
                 raise

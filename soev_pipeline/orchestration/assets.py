@@ -29,8 +29,6 @@ from .resources import Progress, SessionHolder, SoevProject
 
 RUN_ASSETS_IO = "run_archive_io_manager"
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
-runs_partitions = PLAIN.runs_partitions
-"""The run partitions of a location with one project."""
 
 
 class Resources:

@@ -142,12 +142,6 @@ def _changed_suites(
     return changed
 
 
-def _ensure_partition(instance: dg.DagsterInstance, project: SoevProject, run_id: str) -> None:
-    name = project.names.runs_partitions_name
-    if not instance.has_dynamic_partition(name, run_id):
-        instance.add_dynamic_partitions(name, [run_id])
-
-
 def evaluate(
     project: SoevProject,
     run_id: str,
@@ -179,7 +173,7 @@ def evaluate(
         load_suites = defs.resolve_job_def(named(LOAD_SUITES))
         for name in _changed_suites(instance, project, selected):
             load_suites.execute_in_process(instance=instance, partition_key=name, run_config=QUIET)
-        _ensure_partition(instance, project, run_id)
+        project.names.add_run(instance, run_id)
         run_config = _evaluate_config(project, suites, split, k, runtime, resume)
         return defs.resolve_job_def(named(EVALUATE)).execute_in_process(
             instance=instance,
@@ -228,7 +222,7 @@ def rescore(
     defs = build_definitions(project, progress=progress)
     with project_instance(project.paths) as instance:
         _report_orphans(instance, notice)
-        _ensure_partition(instance, project, run_id)
+        project.names.add_run(instance, run_id)
         run_config = {
             **QUIET,
             "ops": {project.names("grade"): {"config": {"offline": offline, "runtime": runtime}}},

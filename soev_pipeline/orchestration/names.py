@@ -51,9 +51,11 @@ class Names:
         """The dynamic partitions of this project's runs."""
         return dg.DynamicPartitionsDefinition(name=self("runs"))
 
-    @property
-    def runs_partitions_name(self) -> str:
-        return self("runs")
+    def add_run(self, instance: dg.DagsterInstance, run_id: str) -> None:
+        """Add `run_id` to this project's run partitions, unless it is there already."""
+        name = self("runs")
+        if not instance.has_dynamic_partition(name, run_id):
+            instance.add_dynamic_partitions(name, [run_id])
 
 
 PLAIN = Names()

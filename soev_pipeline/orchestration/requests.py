@@ -62,9 +62,7 @@ def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
         RunSelection(tuple(config.suites), config.split.split, config.k).check(project.loaded)
         if (project.runs / run_id / "manifest.json").exists():
             raise ProjectError(f"{project.runs}: run {run_id!r} already exists")
-        name = names.runs_partitions_name
-        if not context.instance.has_dynamic_partition(name, run_id):
-            context.instance.add_dynamic_partitions(name, [run_id])
+        names.add_run(context.instance, run_id)
         context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
         context.log.info(f"requested evaluation run {run_id}")
         return run_id
