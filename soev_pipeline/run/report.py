@@ -19,6 +19,7 @@ from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 from .archive import REPORT, RunArchive, naming, write_json_atomically
 from .compare import CaseRate, RunRates, compare_rates
 from .grading import iter_graded
+from .heap import frozen_heap
 from .manifest import Manifest
 from .results import (
     AttemptResult,
@@ -90,11 +91,14 @@ def build_report(
     *,
     scoring: GradingSummary,
     previous: RunRates | None = None,
+    cases: bool = True,
 ) -> Report:
     """Build the report of one scoring from its graded attempts (streamed once).
 
     With `previous`, the case rates of the previous run, `previous` of the report holds the
-    comparison with it (SPEC.md section 10), at the default alpha.
+    comparison with it (SPEC.md section 10), at the default alpha. Without `cases`, the
+    report's case list is left empty: the aggregates alone cost a fraction of the time and
+    memory, and they are what report.json keeps.
     """
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
     place: dict[str, tuple[str, Split]] = {}
@@ -106,7 +110,7 @@ def build_report(
         for verdict in attempt.verdicts:
             counts = criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
             counts[verdict.status] += 1
-        if attempt.split == "dev":
+        if cases and attempt.split == "dev":
             dev.add(attempt)
     figures = {case_id: case_figures(values) for case_id, values in scores.items()}
     suite_order = {name: index for index, name in enumerate(manifest.suites)}
@@ -163,10 +167,11 @@ def write_report(scoring_dir: Path, report: Report) -> None:
 def read_cases(scoring_dir: Path, suites: Sequence[str]) -> tuple[CaseResult, ...]:
     """The case list of a report, from the scoring's `verdicts.jsonl`, in `suites` order."""
     dev = _DevCases()
-    for attempt in iter_graded(scoring_dir):
-        if attempt.split == "dev":
-            dev.add(attempt)
-    return dev.results(suites)
+    with frozen_heap():
+        for attempt in iter_graded(scoring_dir):
+            if attempt.split == "dev":
+                dev.add(attempt)
+        return dev.results(suites)
 
 
 def load_report(path: Path, suites: Sequence[str]) -> Report:

@@ -6,10 +6,8 @@ The Dagster assets and the CLI call these; nothing here imports dagster.
 from __future__ import annotations
 
 import asyncio
-import gc
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
 from .compare import previous_rates
 from .grading import grade_evidence, iter_graded
+from .heap import frozen_heap
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
 from .report import build_report, write_report
@@ -112,21 +111,6 @@ def prepare_run(
     )
     archive.create(manifest)
     return PreparedRun(archive, manifest, cases, plan_attempts(cases, selection.k))
-
-
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Keep the objects that exist now (the project, the libraries) out of garbage collection.
-
-    The attempt and grading phases allocate many short-lived objects; without this, every
-    full collection walks the whole loaded project and Dagster too (about 10% of the
-    attempt phase on a large project).
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 async def attempt_run(
@@ -229,20 +213,22 @@ async def grade_run(
     return scoring_dir, summary
 
 
-def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> Report:
+def aggregate_run(
+    archive: RunArchive, scoring_dir: Path, *, write: bool = True, cases: bool = True
+) -> Report:
     """Aggregate a scoring into its report, with the comparison to the previous run.
 
     With `write`, the report is written to the scoring folder; the Dagster IO manager
-    writes it itself.
+    writes it itself. Without `cases`, the report's case list is left empty (report.json
+    does not keep it; `read_report` lists the cases from the verdicts).
     """
     manifest = archive.manifest()
     scoring = GradingSummary.model_validate_json((scoring_dir / SCORING).read_bytes())
-    report = build_report(
-        manifest,
-        iter_graded(scoring_dir),
-        scoring=scoring,
-        previous=previous_rates(archive.runs_dir, manifest),
-    )
+    previous = previous_rates(archive.runs_dir, manifest)
+    with frozen_heap():
+        report = build_report(
+            manifest, iter_graded(scoring_dir), scoring=scoring, previous=previous, cases=cases
+        )
     if write:
         write_report(scoring_dir, report)
     return report

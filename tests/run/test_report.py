@@ -149,3 +149,12 @@ def test_a_report_json_that_is_not_json_is_named(scored: tuple[RunArchive, Path,
     (scoring / REPORT).write_text("{not json", encoding="utf-8")
     with pytest.raises(ProjectError, match=r"report.json: not a valid report .*rescore r2"):
         read_report(archive)
+
+
+def test_the_aggregates_alone_equal_the_whole_report_but_its_case_list(
+    scored: tuple[RunArchive, Path, Report],
+) -> None:
+    archive, scoring, built = scored
+    aggregates = aggregate_run(archive, scoring, write=False, cases=False)
+    assert aggregates.cases == ()
+    assert aggregates == built.model_copy(update={"cases": ()})
