@@ -2,10 +2,12 @@
 
 Starts the bundled reference assistant with a fixed latency, then runs the same attempts
 (a) through a bare httpx loop that does only the HTTP work of an attempt (open a thread,
-read its stream to the end of the turn, delete it) and (b) through `soev-evals run` on a
-generated project, in one process tree, and prints both wall times, their ratio, the
-attempt phase against the ideal latency × attempts / concurrency, the harness's CPU
-seconds per attempt and its peak memory.
+read its stream to the end of the turn, delete it), (b) through the same loop on the
+transport that the harness sends with (httpx over aiohttp, `soev_pipeline.core.transport`),
+the stricter baseline, and (c) through `soev-evals run` on a generated project, in one
+process tree, and prints the wall times, the ratios, the attempt phase against the ideal
+latency × attempts / concurrency, the CPU seconds per attempt of the loops and of the
+harness, and the harness's peak memory.
 
     python bench/throughput.py                     # the three scenarios below
     python bench/throughput.py --scenario fast     # one of them
@@ -23,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,10 +81,34 @@ def start_assistant(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return process, url
 
 
-async def bare_loop(url: str, attempts: int, concurrency: int) -> float:
-    """The HTTP work of `attempts` one-turn attempts, and nothing else."""
+@dataclass
+class Loop:
+    wall_s: float
+    cpu_s: float
+
+
+def timed_loop(url: str, attempts: int, concurrency: int, transport: str) -> Loop:
+    """`bare_loop` in this process, with its wall and CPU seconds."""
+    before = os.times()
+    wall = asyncio.run(bare_loop(url, attempts, concurrency, transport))
+    after = os.times()
+    return Loop(wall, (after.user - before.user) + (after.system - before.system))
+
+
+async def bare_loop(url: str, attempts: int, concurrency: int, transport: str = "httpx") -> float:
+    """The HTTP work of `attempts` one-turn attempts, and nothing else.
+
+    `transport`: "httpx" for httpx's own, "aiohttp" for the harness's (httpx over aiohttp).
+    """
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+    sender = None
+    if transport == "aiohttp":
+        from soev_pipeline.core.transport import AiohttpTransport
+
+        sender = AiohttpTransport(limits=limits)
+    async with httpx.AsyncClient(
+        base_url=url, limits=limits, timeout=60, transport=sender
+    ) as client:
         pending = iter(range(attempts))
 
         async def worker() -> None:
@@ -184,7 +209,7 @@ def scenario(
 ) -> None:
     """Run the bare loop and the harness `repeat` times each and print the medians."""
     process, url = start_assistant(latency_ms)
-    bare_walls: list[float] = []
+    loops: dict[str, list[Loop]] = {"httpx": [], "aiohttp": []}
     runs: list[Harness] = []
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -192,13 +217,19 @@ def scenario(
             prepare_instance(project.parent / "dagster-home")
             for number in range(repeat):
                 if bare:
-                    bare_walls.append(asyncio.run(bare_loop(url, attempts, concurrency)))
+                    for transport, measured in loops.items():
+                        measured.append(timed_loop(url, attempts, concurrency, transport))
                 runs.append(run_harness(project, f"bench-{number}"))
     finally:
         process.terminate()
         process.wait()
     harness = sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
-    bare_s = statistics.median(bare_walls) if bare_walls else None
+    bare = {
+        transport: sorted(measured, key=lambda loop: loop.wall_s)[len(measured) // 2]
+        for transport, measured in loops.items()
+        if measured
+    }
+    bare_s = bare["httpx"].wall_s if "httpx" in bare else None
     ideal = latency_ms / 1000 * attempts / concurrency
     print(
         f"\n{name}: {attempts} attempts, latency {latency_ms:g} ms, concurrency {concurrency}"
@@ -211,11 +242,15 @@ def scenario(
     def rate(seconds: float) -> str:
         return f"({attempts / seconds:,.0f} attempts/s)"
 
-    if bare_s is not None:
-        line("bare httpx loop wall", f"{bare_s:.2f} s", rate(bare_s))
+    names = {"httpx": "bare httpx loop", "aiohttp": "bare loop, aiohttp"}
+    for transport, loop in bare.items():
+        line(f"{names[transport]} wall", f"{loop.wall_s:.2f} s", rate(loop.wall_s))
+        line("  its CPU per attempt", f"{1000 * loop.cpu_s / attempts:.2f} ms")
     line("soev-evals run wall", f"{harness.wall_s:.2f} s", "(start-up, attempts, grading, report)")
     if bare_s is not None:
-        line("ratio run / bare", f"{harness.wall_s / bare_s:.2f}")
+        line("ratio run / bare httpx", f"{harness.wall_s / bare_s:.2f}")
+    if "aiohttp" in bare:
+        line("ratio run / bare aiohttp", f"{harness.wall_s / bare['aiohttp'].wall_s:.2f}")
     line("attempt phase", f"{harness.attempt_phase_s:.2f} s", rate(harness.attempt_phase_s))
     if bare_s is not None:
         line("ratio attempt phase / bare", f"{harness.attempt_phase_s / bare_s:.2f}")

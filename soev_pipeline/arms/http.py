@@ -20,6 +20,7 @@ from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.http import RetryPolicy, RetryRules, create_client, send_with_retries
 from soev_pipeline.core.models import Failure
 from soev_pipeline.core.project import SystemConfig
+from soev_pipeline.core.transport import AiohttpTransport
 from soev_pipeline.text import shorten
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -63,9 +64,10 @@ def create_http_client(
 ) -> httpx.AsyncClient:
     """Open the client of the system under test; use it with `async with`.
 
-    It is `core.http.create_client`'s for the `system:` section. The pool holds twice
-    `concurrency` connections, so that the best-effort deletes of cancelled conversations
-    never wait behind the conversations that replace them.
+    It is `core.http.create_client`'s for the `system:` section, sending through aiohttp
+    (`core.transport`) unless `transport` is given. The pool holds twice `concurrency`
+    connections, so that the best-effort deletes of cancelled conversations never wait
+    behind the conversations that replace them.
 
     Raises:
         ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable.
@@ -74,7 +76,11 @@ def create_http_client(
         max_connections=2 * system.concurrency, max_keepalive_connections=system.concurrency
     )
     return create_client(
-        system, section="system", error=ArmError, limits=limits, transport=transport
+        system,
+        section="system",
+        error=ArmError,
+        limits=limits,
+        transport=transport or AiohttpTransport(limits=limits),
     )
 
 

@@ -93,13 +93,6 @@ def holds(text: str, fragments: Sequence[str]) -> bool:
     return True
 
 
-def _terms(tokens: Sequence[str]) -> set[int]:
-    """The hashes of the words of `tokens` and of each pair of adjacent words."""
-    terms = set(map(hash, tokens))
-    terms.update(map(hash, pairwise(tokens)))
-    return terms
-
-
 def _query_terms(fragment: str) -> set[int]:
     """The hashes that a unit holding `fragment` must have: its word pairs, or its one word."""
     tokens = _WORD.findall(fragment)
@@ -152,9 +145,12 @@ class QuoteIndex:
         terms = array("q")
         counts = array("q")
         for unit in units:
-            found = _terms(_WORD.findall(normalize_text(unit.text)))
-            terms.extend(found)
-            counts.append(len(found))
+            # a unit's repeated terms are dropped below, with those of every unit at once
+            tokens = _WORD.findall(normalize_text(unit.text))
+            before = len(terms)
+            terms.extend(map(hash, tokens))
+            terms.extend(map(hash, pairwise(tokens)))
+            counts.append(len(terms) - before)
         pairs = np.frombuffer(terms, dtype=np.int64) if terms else np.zeros(0, np.int64)
         owners = np.repeat(np.arange(len(units), dtype=np.int32), np.frombuffer(counts, np.int64))
         pairs &= hash_mask

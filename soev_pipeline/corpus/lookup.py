@@ -86,6 +86,11 @@ class CorpusLookup:
         self.quote_index()
         self.mention_index()
 
+    def drop_indexes(self) -> None:
+        """Let go of the indexes (tens of MB for a large corpus); the next use builds them anew."""
+        with self._lock:
+            self._cache.clear()
+
 
 _FIELDS = {"id", "text", "law", "aliases", "article"}
 

@@ -206,6 +206,11 @@ async def grade_run(
         # a grading that did not finish (damaged evidence, Ctrl-C) leaves no scoring behind
         shutil.rmtree(scoring_dir, ignore_errors=True)
         raise
+    finally:
+        # the indexes serve grading only: their memory goes before the report is built
+        drop = getattr(ctx.corpus, "drop_indexes", None)
+        if callable(drop):
+            drop()
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
         summary = summary.model_copy(update={"judge": stats.as_dict()})

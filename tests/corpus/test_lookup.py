@@ -114,3 +114,13 @@ def test_a_pickled_lookup_leaves_its_indexes_behind() -> None:
     assert copy._cache == {}
     assert copy.quote_index().find("een twee") == "X/artikel-1"
     assert copy.quote_index() is not corpus.quote_index()
+
+
+def test_dropped_indexes_are_built_anew_on_next_use() -> None:
+    corpus = CorpusLookup.from_units([CorpusUnit("X/artikel-1", "een twee", law="Wet A")])
+    corpus.warm()
+    before = corpus.quote_index()
+    corpus.drop_indexes()
+    assert corpus._cache == {}
+    assert corpus.quote_index() is not before
+    assert corpus.quote_index().find("een twee") == "X/artikel-1"

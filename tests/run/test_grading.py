@@ -20,12 +20,15 @@ import yaml
 from soev_pipeline.core import Evidence, Turn, Usage
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import LoadedProject, load
 from soev_pipeline.run import GradingSummary, grade_evidence
 from soev_pipeline.run import grading as grading_module
-from soev_pipeline.run.archive import VERDICTS
+from soev_pipeline.run.archive import VERDICTS, RunArchive
+from soev_pipeline.run.manifest import build_manifest
 from soev_pipeline.run.pool import GradingWorkerError, WorkerPool, workers_setting
+from soev_pipeline.run.service import grade_run
 from tests.support.builders import ScriptedJudge, label
 
 HOOKS = """
@@ -300,3 +303,32 @@ def test_the_workers_setting(
 def test_a_bad_workers_setting_is_refused(value: str) -> None:
     with pytest.raises(ProjectError, match=r"SOEV_GRADE_WORKERS=.*1 or more"):
         workers_setting(value)
+
+
+def test_a_rescore_lets_go_of_the_corpus_indexes_and_grades_the_same_again(
+    loaded: LoadedProject, tmp_path: Path
+) -> None:
+    archive = RunArchive(tmp_path / "runs", "r1")
+    evidence = _evidence(30)[:30]
+    manifest = build_manifest(
+        run_id="r1",
+        project=loaded.project.name,
+        suites=["kern"],
+        split=None,
+        k=max(e.attempt for e in evidence) + 1,
+        cases=list(loaded.cases()),
+        shas=loaded.prompt_shas,
+    )
+    archive.create(manifest)
+    with archive.evidence_writer() as writer:
+        for attempt in evidence:
+            writer.append(attempt)
+    corpus = loaded.context.corpus
+    assert isinstance(corpus, CorpusLookup)
+    scorings = []
+    for _ in range(2):
+        corpus.warm()
+        scoring, _summary = asyncio.run(grade_run(loaded, archive, judge=None, offline=True))
+        assert corpus._cache == {}  # the indexes went with the grading
+        scorings.append((scoring / VERDICTS).read_bytes())
+    assert scorings[0] == scorings[1]

@@ -1,0 +1,172 @@
+"""An httpx transport that sends through aiohttp's client.
+
+httpx gives the project its requests, responses, timeouts and test transports; its own
+connection pool (httpcore on anyio) costs several milliseconds of CPU per streamed turn
+(every request scans the pool and asks each idle socket whether it is readable), which at
+high concurrency makes the harness, not the system, the bottleneck. aiohttp's client
+parses HTTP in C and keeps its pool in a dict. This transport puts it under an
+`httpx.AsyncClient`: the client's code, its hooks and `httpx.MockTransport` in tests stay as
+they are, and aiohttp's errors become the httpx errors they stand for, so that the retry
+rules (`core.http.RetryRules`) see the same failures: only a connection that could not be
+made is safe to retry.
+
+The client keeps what only it does: cookies, redirects (never followed here), proxies from
+the environment (httpx mounts its own transports for those), content decoding.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import aiohttp
+import httpx
+
+MAX_HEADER_BYTES = 64 * 1024
+"""The longest status line or header aiohttp reads; aiohttp's own default is 8 KiB."""
+CHUNK_BYTES = 64 * 1024
+_DEFAULT_LIMITS = httpx.Limits()
+
+# (aiohttp error, httpx error), most specific first: the first that matches is raised
+_ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
+    (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),  # connecting, or waiting for one
+    (aiohttp.SocketTimeoutError, httpx.ReadTimeout),  # no bytes for the read timeout
+    (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+    (aiohttp.ClientConnectorError, httpx.ConnectError),  # refused, unreachable, DNS, TLS
+    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),  # closed mid-exchange
+    (aiohttp.ClientPayloadError, httpx.RemoteProtocolError),  # a body cut short or malformed
+    (aiohttp.ClientResponseError, httpx.RemoteProtocolError),  # not a valid HTTP response
+    (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
+    (aiohttp.ClientOSError, httpx.ReadError),  # reset or broken after connecting
+    (aiohttp.ClientConnectionError, httpx.NetworkError),
+    (aiohttp.ClientError, httpx.TransportError),
+)
+
+
+@contextmanager
+def _httpx_errors(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except aiohttp.ClientError as exc:
+        for source, target in _ERRORS:
+            if isinstance(exc, source):
+                raise target(str(exc) or type(exc).__name__, request=request) from exc
+        raise  # pragma: no cover - the last pair matches every ClientError
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    """The body of an aiohttp response, chunk by chunk as it arrives."""
+
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _httpx_errors(self._request):
+            while chunk := await self._response.content.read(CHUNK_BYTES):
+                yield chunk
+
+    async def aclose(self) -> None:
+        response = self._response
+        if response.content.at_eof():
+            response.release()  # the connection goes back to the pool
+        else:
+            response.close()  # a body left unread: the connection cannot be reused
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """Sends an `httpx.AsyncClient`'s requests with one `aiohttp.ClientSession`.
+
+    The session is made on the first request, in the event loop of the client, and closed
+    with the client. HTTP/1.1 only, as the thread API needs; the request's timeouts apply
+    as httpx defines them (connect, read between chunks, pool); aiohttp has no write
+    timeout.
+
+    Args:
+        limits: the most connections, and how long an idle one is kept.
+        verify: how to check the server's TLS certificate, as httpx's `verify`.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: httpx.Limits = _DEFAULT_LIMITS,
+        verify: ssl.SSLContext | bool = True,
+    ) -> None:
+        self._limits = limits
+        self._verify = verify
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        context = (
+            self._verify
+            if isinstance(self._verify, ssl.SSLContext)
+            else httpx.create_ssl_context(verify=self._verify)
+        )
+        connector = aiohttp.TCPConnector(
+            limit=self._limits.max_connections or 0,
+            limit_per_host=0,
+            keepalive_timeout=self._limits.keepalive_expiry or 0,
+            ssl=context,
+        )
+        session = aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),  # the httpx client keeps the cookies
+            auto_decompress=False,  # and decodes the content
+            trust_env=False,  # and mounts the proxies of the environment
+            timeout=aiohttp.ClientTimeout(total=None),
+            max_line_size=MAX_HEADER_BYTES,
+            max_field_size=MAX_HEADER_BYTES,
+        )
+        # aiohttp sends a GET, PUT or DELETE again, once, when the server closes the
+        # connection without an answer; httpx does not, and the retry rules decide alone
+        if hasattr(session, "_retry_connection"):
+            session._retry_connection = False
+        return session
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._session is None or self._session.closed:
+            self._session = self._open()
+        timeouts = request.extensions.get("timeout", {})
+        connect, read, pool = (timeouts.get(name) for name in ("connect", "read", "pool"))
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=None if connect is None or pool is None else connect + pool,
+            sock_connect=connect,
+            sock_read=read,
+        )
+        data: Any
+        try:
+            data = request.content or None
+        except httpx.RequestNotRead:
+            data = request.stream
+            request.headers.pop("transfer-encoding", None)  # aiohttp chunks it itself
+        with _httpx_errors(request):
+            response = await self._session.request(
+                request.method,
+                str(request.url),
+                headers=[
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
+                ],
+                data=data,
+                allow_redirects=False,
+                timeout=timeout,
+                skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
+            )
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=_ResponseStream(response, request),
+            request=request,
+            extensions=extensions,
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
