@@ -18,6 +18,10 @@ summed PSS of the process tree (sampled every half second; PSS counts a page tha
 workers share with the main process once). `report --json` is timed apart, in a process of
 its own: reading the report back and encoding it as `soev-evals report RUN --json` does.
 
+Last, `soev-evals rescore RUN --offline` is timed as a user runs it, the whole command
+(start-up, Dagster, grading with the default workers, the report printed): its wall time,
+peak RSS, and how much longer it takes on the largest corpus than on the smallest.
+
 Each measurement runs in a fresh process; the modes alternate, so that the load of other
 processes on the machine falls on both. Both modes must write byte-identical verdicts; the
 table says whether they did.
@@ -288,6 +292,44 @@ def measure(folder: Path, mode: str) -> dict[str, Any]:
     return result
 
 
+def command(folder: Path) -> dict[str, float]:
+    """`soev-evals rescore RUN --offline` as a user runs it: its wall time and peak RSS.
+
+    The whole command: Python's start, the project (suites from the suite cache, which the
+    untimed first command of `_data` wrote), Dagster, grading with the default workers,
+    the report written, read back and printed (to /dev/null).
+    """
+    soev = Path(sys.executable).with_name("soev-evals")
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        [str(soev), "rescore", RUN_ID, "--offline", "--project", str(folder / "project.yaml")],
+        stdout=subprocess.DEVNULL,
+        env={key: value for key, value in os.environ.items() if key != "SOEV_GRADE_WORKERS"},
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - began
+    if status != 0:
+        raise SystemExit(f"soev-evals rescore {folder} failed with status {status}")
+    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def _commands(figures: dict[int, list[dict[str, float]]]) -> str:
+    lines = ["", "soev-evals rescore RUN --offline, the whole command (median, min–max):"]
+    for units, runs in figures.items():
+        walls = [run["wall_s"] for run in runs]
+        rss = max(run["rss_mb"] for run in runs)
+        lines.append(
+            f"  {units:>7,} units  {statistics.median(walls):6.2f} s "
+            f"({min(walls):.2f}–{max(walls):.2f})  peak RSS {rss:.0f} MB"
+        )
+    if len(figures) > 1:
+        medians = [statistics.median(run["wall_s"] for run in runs) for runs in figures.values()]
+        lines.append(
+            f"  growth from the smallest corpus to the largest: {medians[-1] / medians[0]:.2f}×"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def kinds(folder: Path, count: int) -> None:
     """Grade the first `count` attempts here, a kind at a time, and print seconds per kind."""
     from soev_pipeline.core.ports import CriterionContext
@@ -393,9 +435,10 @@ def _data(root: Path, units: int, attempts: int, seed: int) -> Path:
     if not (folder / "runs" / RUN_ID / "evidence.jsonl").exists():
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        command = [sys.executable, __file__, "--make", str(folder), "--units", str(units)]
-        command += ["--attempts", str(attempts), "--seed", str(seed)]
-        subprocess.run(command, check=True)
+        make_it = [sys.executable, __file__, "--make", str(folder), "--units", str(units)]
+        make_it += ["--attempts", str(attempts), "--seed", str(seed)]
+        subprocess.run(make_it, check=True)
+        command(folder)  # untimed: makes the project's Dagster instance and suite cache
     return folder
 
 
@@ -436,14 +479,16 @@ def main() -> None:
                 crossover(folder, args.crossover, args.repeat)
             return
         columns: list[tuple[str, list[dict[str, Any]]]] = []
+        commands: dict[int, list[dict[str, float]]] = {}
         for units in args.units:
             folder = _data(root, units, args.attempts, args.seed)
             runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in args.modes}
             for _ in range(args.repeat):
                 for mode in args.modes:
                     runs[mode].append(measure(folder, mode))
+                commands.setdefault(units, []).append(command(folder))
             columns += [(f"{units:,}u {mode}", runs[mode]) for mode in args.modes]
-    sys.stdout.write(_table(columns, args.repeat))
+    sys.stdout.write(_table(columns, args.repeat) + _commands(commands))
 
 
 if __name__ == "__main__":

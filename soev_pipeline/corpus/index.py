@@ -101,6 +101,36 @@ def _query_terms(fragment: str) -> set[int]:
     return set(map(hash, pairwise(tokens)))
 
 
+_BLOCK = 4096
+"""Units indexed at a time by `QuoteIndex.build`."""
+
+
+def _block_pairs(
+    units: Sequence[CorpusUnit], first: int, end: int, unit_bits: int, hash_mask: int
+) -> IntArray:
+    """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`."""
+    terms = array("q")
+    counts = array("q")
+    for unit in units[first:end]:
+        tokens = _WORD.findall(normalize_text(unit.text))
+        before = len(terms)
+        terms.extend(map(hash, tokens))
+        terms.extend(map(hash, pairwise(tokens)))
+        counts.append(len(terms) - before)
+    if not terms:
+        return np.zeros(0, np.int64)
+    pairs = np.frombuffer(terms, dtype=np.int64).copy()
+    del terms
+    pairs &= hash_mask
+    pairs <<= unit_bits
+    pairs |= np.repeat(np.arange(first, end, dtype=np.int64), np.frombuffer(counts, np.int64))
+    pairs.sort()
+    keep = np.empty(len(pairs), dtype=bool)
+    keep[0] = True
+    np.not_equal(pairs[1:], pairs[:-1], out=keep[1:])
+    return pairs[keep]
+
+
 class QuoteIndex:
     """Finds the corpus unit that holds a quote.
 
@@ -142,30 +172,25 @@ class QuoteIndex:
         """
         unit_bits = max(1, (len(units) - 1).bit_length())
         hash_mask = (1 << (63 - unit_bits)) - 1
-        terms = array("q")
-        counts = array("q")
-        for unit in units:
-            # a unit's repeated terms are dropped below, with those of every unit at once
-            tokens = _WORD.findall(normalize_text(unit.text))
-            before = len(terms)
-            terms.extend(map(hash, tokens))
-            terms.extend(map(hash, pairwise(tokens)))
-            counts.append(len(terms) - before)
-        pairs = np.frombuffer(terms, dtype=np.int64) if terms else np.zeros(0, np.int64)
-        owners = np.repeat(np.arange(len(units), dtype=np.int32), np.frombuffer(counts, np.int64))
-        pairs &= hash_mask
-        pairs <<= unit_bits
-        pairs |= owners
-        del owners
-        pairs.sort()
-        if len(pairs) > 1:
-            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+        # a block of units at a time, each block's pairs sorted and without repeats, so
+        # that the repeats of a unit never sit in memory all at once
+        blocks = [
+            _block_pairs(units, first, min(first + _BLOCK, len(units)), unit_bits, hash_mask)
+            for first in range(0, len(units), _BLOCK)
+        ]
+        pairs = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+        del blocks
+        pairs.sort(kind="stable")  # the blocks are sorted runs: a merge
         postings = (pairs & ((1 << unit_bits) - 1)).astype(np.int32)
-        terms_of_pairs = pairs >> unit_bits
-        del pairs, terms
-        boundaries = np.flatnonzero(np.diff(terms_of_pairs)) + 1
-        starts = np.concatenate(([0], boundaries, [len(terms_of_pairs)])).astype(np.int64)
-        keys = terms_of_pairs[starts[:-1]] if len(terms_of_pairs) else np.zeros(0, np.int64)
+        pairs >>= unit_bits  # the term of each pair
+        if len(pairs):
+            starts = np.flatnonzero(pairs[1:] != pairs[:-1])
+            starts += 1
+            starts = np.concatenate(([0], starts, [len(pairs)])).astype(np.int64)
+            keys = pairs[starts[:-1]]
+        else:
+            starts, keys = np.zeros(1, np.int64), np.zeros(0, np.int64)
+        del pairs
         return cls(list(units), np.ascontiguousarray(keys), starts, postings, hash_mask)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from soev_pipeline.corpus import CorpusLookup, CorpusUnit
@@ -116,3 +117,17 @@ def test_hash_collisions_only_add_candidates(monkeypatch: pytest.MonkeyPatch) ->
     assert index.find("vier vijf") == "b/artikel-1"
     assert index.find("twee drie") == "a/artikel-1"
     assert index.find("drie vier") is None
+
+
+def test_an_index_built_in_blocks_equals_one_built_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = ["de termijn is zes weken", "zes weken en de termijn", "", "de de de termijn"]
+    units = [CorpusUnit(f"X/artikel-{n}", text) for n, text in enumerate(texts * 3)]
+    whole = QuoteIndex.build(units)
+    monkeypatch.setattr(index_module, "_BLOCK", 2)
+    blocks = QuoteIndex.build(units)
+    for name in ("_keys", "_starts", "_postings"):
+        assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
+    assert blocks.find("zes weken en de") == "X/artikel-1"
+    assert QuoteIndex.build([]).find("zes") is None
