@@ -16,41 +16,51 @@ the environment (httpx mounts its own transports for those), content decoding.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx
+
+if TYPE_CHECKING:  # aiohttp is imported with the first request: a tenth of a second
+    import aiohttp
 
 MAX_HEADER_BYTES = 64 * 1024
 """The longest status line or header aiohttp reads; aiohttp's own default is 8 KiB."""
 CHUNK_BYTES = 64 * 1024
 _DEFAULT_LIMITS = httpx.Limits()
 
-# (aiohttp error, httpx error), most specific first: the first that matches is raised
-_ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
-    (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),  # connecting, or waiting for one
-    (aiohttp.SocketTimeoutError, httpx.ReadTimeout),  # no bytes for the read timeout
-    (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
-    (aiohttp.ClientConnectorError, httpx.ConnectError),  # refused, unreachable, DNS, TLS
-    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),  # closed mid-exchange
-    (aiohttp.ClientPayloadError, httpx.RemoteProtocolError),  # a body cut short or malformed
-    (aiohttp.ClientResponseError, httpx.RemoteProtocolError),  # not a valid HTTP response
-    (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
-    (aiohttp.ClientOSError, httpx.ReadError),  # reset or broken after connecting
-    (aiohttp.ClientConnectionError, httpx.NetworkError),
-    (aiohttp.ClientError, httpx.TransportError),
-)
+
+@functools.cache
+def _errors() -> tuple[tuple[type[BaseException], type[httpx.TransportError]], ...]:
+    """(aiohttp error, httpx error), most specific first: the first that matches is raised."""
+    import aiohttp
+
+    return (
+        (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),  # connecting, or waiting
+        (aiohttp.SocketTimeoutError, httpx.ReadTimeout),  # no bytes for the read timeout
+        (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+        (aiohttp.ClientConnectorError, httpx.ConnectError),  # refused, unreachable, DNS, TLS
+        (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),  # closed mid-exchange
+        (aiohttp.ClientPayloadError, httpx.RemoteProtocolError),  # a body cut or malformed
+        (aiohttp.ClientResponseError, httpx.RemoteProtocolError),  # not a valid HTTP response
+        (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
+        (aiohttp.ClientOSError, httpx.ReadError),  # reset or broken after connecting
+        (aiohttp.ClientConnectionError, httpx.NetworkError),
+        (aiohttp.ClientError, httpx.TransportError),
+    )
 
 
 @contextmanager
 def _httpx_errors(request: httpx.Request) -> Iterator[None]:
+    import aiohttp
+
     try:
         yield
     except aiohttp.ClientError as exc:
-        for source, target in _ERRORS:
+        for source, target in _errors():
             if isinstance(exc, source):
                 raise target(str(exc) or type(exc).__name__, request=request) from exc
         raise  # pragma: no cover - the last pair matches every ClientError
@@ -100,6 +110,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         context = (
             self._verify
             if isinstance(self._verify, ssl.SSLContext)
@@ -127,6 +139,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = self._open()
         timeouts = request.extensions.get("timeout", {})

@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported when an index is built: a tenth of a second
+    import numpy as np
+    import numpy.typing as npt
 
-if TYPE_CHECKING:
     from .unit import CorpusUnit
+
+    IntArray = npt.NDArray[np.int64]
 
 _WORD = re.compile(r"\w+")
 _ELLIPSIS = re.compile(r"\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,}")
@@ -34,8 +36,6 @@ _TYPOGRAPHY = str.maketrans(
         **dict.fromkeys("\u00ad\u200b\u200c\u200d\u2060\ufeff", None),
     }
 )
-
-IntArray = npt.NDArray[np.int64]
 
 
 def normalize_text(text: str) -> str:
@@ -109,6 +109,8 @@ def _block_pairs(
     units: Sequence[CorpusUnit], first: int, end: int, unit_bits: int, hash_mask: int
 ) -> IntArray:
     """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`."""
+    import numpy as np
+
     terms = array("q")
     counts = array("q")
     for unit in units[first:end]:
@@ -170,6 +172,8 @@ class QuoteIndex:
         hash share a key: that only adds candidates, and `find` checks every candidate
         against the text, so it stays exact.
         """
+        import numpy as np
+
         unit_bits = max(1, (len(units) - 1).bit_length())
         hash_mask = (1 << (63 - unit_bits)) - 1
         # a block of units at a time, each block's pairs sorted and without repeats, so

@@ -18,10 +18,12 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Iterable
-
-from py3langid.langid import MODEL_FILE, LanguageIdentifier
+from typing import TYPE_CHECKING
 
 from soev_pipeline.core.errors import LanguageDetectionError
+
+if TYPE_CHECKING:  # py3langid and numpy are imported with the model
+    from py3langid.langid import LanguageIdentifier
 
 _NO_LANGUAGE = "zxx"  # the model's label for text without linguistic content
 
@@ -52,6 +54,8 @@ model.
 def _full_model() -> LanguageIdentifier:
     """The bundled model, read once per process (half a second); each detector restricts a
     shallow copy of it, which leaves the full model's arrays as they are."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 

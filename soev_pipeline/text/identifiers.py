@@ -13,12 +13,12 @@ digits of an earlier one: an IBAN's account number or a BSN is never also a phon
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-import phonenumbers
 from stdnum import iban as stdnum_iban
 from stdnum.nl import bsn as stdnum_bsn
 from stdnum.nl import identiteitskaartnummer as stdnum_document
@@ -191,15 +191,6 @@ def _postcodes(text: str) -> Iterator[tuple[int, int]]:
             yield match.span()
 
 
-# Service numbers (0800, 0900, 14 0xx, ...) are organisations', not a person's.
-_SERVICE_TYPES = frozenset(
-    {
-        phonenumbers.PhoneNumberType.TOLL_FREE,
-        phonenumbers.PhoneNumberType.PREMIUM_RATE,
-        phonenumbers.PhoneNumberType.SHARED_COST,
-        phonenumbers.PhoneNumberType.UAN,
-    }
-)
 _PHONE_MIN_DIGITS = 9
 """The fewest digits of a Dutch number that is no service number: fixed, mobile, pager and
 VoIP numbers have nine after the 0 or the +31."""
@@ -207,6 +198,15 @@ VoIP numbers have nine after the 0 or the +31."""
 # of its separators from the next. Each separator it knows is \W, "x" or "ー"; and since
 # the parser may read an "x" as a digit, an "x" counts as one.
 _PHONE_DIGITS = re.compile(rf"[\dxX](?:[\Wー]{{0,4}}[\dxX]){{{_PHONE_MIN_DIGITS - 1}}}")
+
+
+@functools.cache
+def _service_types() -> frozenset[int]:
+    """The types of service numbers (0800, 0900, 14 0xx, ...): organisations', not a person's."""
+    import phonenumbers
+
+    types = phonenumbers.PhoneNumberType
+    return frozenset({types.TOLL_FREE, types.PREMIUM_RATE, types.SHARED_COST, types.UAN})
 
 
 def _phones(text: str) -> Iterator[tuple[int, int]]:
@@ -217,11 +217,14 @@ def _phones(text: str) -> Iterator[tuple[int, int]]:
     """
     if not _PHONE_DIGITS.search(text):
         return
+    import phonenumbers  # a twentieth of a second to import: only when a text may hold one
+
+    service = _service_types()
     for match in phonenumbers.PhoneNumberMatcher(text, "NL"):
         number = match.number
         if number.country_code != 31:
             continue
-        if phonenumbers.number_type(number) in _SERVICE_TYPES:
+        if phonenumbers.number_type(number) in service:
             continue
         yield match.start, match.end
 

@@ -18,8 +18,8 @@ from soev_pipeline.text import (
 from soev_pipeline.text.identifiers import (
     _PHONE_DIGITS,
     _PHONE_MIN_DIGITS,
-    _SERVICE_TYPES,
     _phones,
+    _service_types,
 )
 
 
@@ -217,7 +217,7 @@ def test_the_phone_matcher_is_skipped_only_where_it_finds_nothing() -> None:
             (match.start, match.end)
             for match in phonenumbers.PhoneNumberMatcher(text, "NL")
             if match.number.country_code == 31
-            and phonenumbers.number_type(match.number) not in _SERVICE_TYPES
+            and phonenumbers.number_type(match.number) not in _service_types()
         ]
         assert list(_phones(text)) == matched, text
 
