@@ -26,7 +26,7 @@ from soev_pipeline.runtime.session import CANCEL_GRACE_S
 
 from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, interrupted
 from .progress import TerminalProgress
-from .render import render_comparison, render_plan, render_report
+from .render import render_comparison, render_plan, render_report, write_report_json
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -168,7 +168,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     archive = RunArchive(paths.runs, check_run_id(args.run))
     report = read_report(archive)
     if args.json:
-        _print_json(report.model_dump(mode="json"))
+        write_report_json(report, sys.stdout)
     else:
         sys.stdout.write(render_report(report))
     if args.junit is not None:

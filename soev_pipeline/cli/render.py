@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from soev_pipeline.run.plan import GroupPlan
 from soev_pipeline.run.results import Comparison, GroupFigures, Interval, PairedGroup, Report
@@ -192,3 +193,30 @@ def render_plan(
             "drop in which cases flip",
         ]
     return "\n".join(lines) + "\n"
+
+
+def write_report_json(report: Report, out: TextIO) -> None:
+    """Write `report` to `out` as `json.dumps(report.model_dump(mode="json"), indent=2)` does,
+    and a newline, one case at a time.
+
+    A large run's case list holds every verdict of its dev cases: as one dict and one string
+    it takes several times the memory of the report itself, so each case is encoded and
+    written on its own; the text is the same, byte for byte.
+    """
+    head = report.model_copy(update={"cases": ()}).model_dump(mode="json")
+    text = json.dumps(head, ensure_ascii=False, indent=2)
+    # JSON strings hold no raw newline, so the top-level key is the line at two spaces
+    lines = text.split("\n")
+    at = next(n for n, line in enumerate(lines) if line in ('  "cases": [],', '  "cases": []'))
+    comma = "," if lines[at].endswith(",") else ""
+    out.write("\n".join(lines[:at]) + "\n")
+    if not report.cases:
+        out.write(lines[at] + "\n")
+    else:
+        out.write('  "cases": [\n')
+        for number, case in enumerate(report.cases):
+            encoded = json.dumps(case.model_dump(mode="json"), ensure_ascii=False, indent=2)
+            separator = ",\n" if number < len(report.cases) - 1 else "\n"
+            out.write("    " + encoded.replace("\n", "\n    ") + separator)
+        out.write(f"  ]{comma}\n")
+    out.write("\n".join(lines[at + 1 :]) + "\n")

@@ -13,7 +13,6 @@ import dagster as dg
 
 from soev_pipeline.core.models import STATUSES
 from soev_pipeline.run.archive import RunArchive
-from soev_pipeline.run.report import read_cases
 from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Report, StatusCounts
 from soev_pipeline.run.service import (
     RunSelection,
@@ -303,11 +302,10 @@ def build_report_asset(version: str, names: Names = PLAIN) -> dg.AssetsDefinitio
         project, runtime = resources.project, resources.runtime
         archive = RunArchive(project.runs, verdicts.parent.parent.name)
         with archive.locked("rescore"):
-            # the IO manager keeps the aggregates; the case list is read from the verdicts
-            built = aggregate_run(archive, verdicts, write=False, cases=False)
+            built = aggregate_run(archive, verdicts, write=False)
         if _attempted_in_this_run(context, names):
             session = runtime.session
-            session.run(_publish(session, project, config.runtime, archive, verdicts, built))
+            session.run(_publish(session, project, config.runtime, archive, built))
         metadata: dict[str, Any] = {}
         groups = {
             "overall": built.overall,
@@ -413,17 +411,15 @@ async def _publish(
     project: SoevProject,
     name: str | None,
     archive: RunArchive,
-    scoring_dir: Path,
     built: Report,
 ) -> None:
-    """Give the public report, with its case list, to the runtime's tracker, when it has one."""
+    """Give the public report to the runtime's tracker, when it has one."""
     loaded = project.loaded
     bindings = await session.bindings(loaded, name or loaded.project.runtime, "run", project.state)
     if bindings.tracker is not None:
-        manifest = archive.manifest()
-        whole = built.model_copy(update={"cases": read_cases(scoring_dir, manifest.suites)})
-        public = {k: v for k, v in manifest.model_dump(mode="json").items() if k != "cases"}
-        await bindings.tracker.publish(manifest=public, report=whole.model_dump(mode="json"))
+        manifest = archive.manifest().model_dump(mode="json")
+        public = {key: value for key, value in manifest.items() if key != "cases"}
+        await bindings.tracker.publish(manifest=public, report=built.model_dump(mode="json"))
 
 
 def _operation(context: dg.AssetExecutionContext, names: Names) -> Literal["run", "rescore"]:

@@ -38,13 +38,12 @@ telemetry:
 run_monitoring:
   enabled: true
   poll_interval_seconds: 30
-# Runs launched from the UI leave the queue within a second or two, not five.
+# Runs launched from the UI (or by the sensors and the schedule) start at once, without a
+# queue, whose daemon would take them up to a second later. A deployment shared by several
+# users queues them, with a limit per assistant: see deploy/dagster.yaml.
 run_coordinator:
   module: dagster.core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    dequeue_interval_seconds: 1
-    dequeue_use_threads: true
+  class: DefaultRunCoordinator
 # `start_requested_evaluations` answers a `new_evaluation` within a second or two.
 sensors:
   use_threads: true

@@ -25,7 +25,7 @@ from .grading import grade_evidence, iter_graded
 from .heap import frozen_heap
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
-from .report import build_report, write_report
+from .report import build_report, hand_over, write_report
 from .results import GradingSummary, Report
 
 
@@ -234,6 +234,8 @@ def aggregate_run(
         report = build_report(
             manifest, iter_graded(scoring_dir), scoring=scoring, previous=previous, cases=cases
         )
+    if cases:
+        hand_over(scoring_dir, manifest.suites, report.cases)
     if write:
         write_report(scoring_dir, report)
     return report

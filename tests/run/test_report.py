@@ -3,10 +3,12 @@ and reading them back gives the report as it was built, to the byte of `report -
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ from soev_pipeline.run import (
     build_manifest,
     read_report,
 )
+from soev_pipeline.run import report as report_module
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS, write_json_atomically
 from soev_pipeline.run.service import aggregate_run
 
@@ -158,3 +161,44 @@ def test_the_aggregates_alone_equal_the_whole_report_but_its_case_list(
     aggregates = aggregate_run(archive, scoring, write=False, cases=False)
     assert aggregates.cases == ()
     assert aggregates == built.model_copy(update={"cases": ()})
+
+
+def test_the_report_streamed_case_by_case_prints_as_json_dumps_does(
+    scored: tuple[RunArchive, Path, Report],
+) -> None:
+    from soev_pipeline.cli.render import write_report_json
+
+    _, _, built = scored
+    assert built.cases and built.previous is not None
+    for report in (
+        built,
+        built.model_copy(update={"cases": ()}),
+        built.model_copy(update={"cases": built.cases[:1], "previous": None}),
+    ):
+        out = io.StringIO()
+        write_report_json(report, out)
+        assert out.getvalue() == _printed(report)
+
+
+def test_the_case_list_just_built_is_printed_without_reading_the_verdicts_again(
+    scored: tuple[RunArchive, Path, Report], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, scoring, built = scored  # aggregate_run just built r2's report
+    read: list[Path] = []
+    real = report_module.iter_graded
+
+    def counted(scoring_dir: Path) -> Any:
+        read.append(scoring_dir)
+        return real(scoring_dir)
+
+    monkeypatch.setattr(report_module, "iter_graded", counted)
+    assert read_report(archive) == built
+    assert read == []  # handed over
+    assert read_report(archive) == built
+    assert read == [scoring]  # taken once: read from the file the second time
+
+    aggregate_run(archive, scoring)
+    with (scoring / VERDICTS).open("a", encoding="utf-8") as verdicts:
+        verdicts.write("\n")  # the verdicts changed after the hand-over
+    assert read_report(archive) == built
+    assert read == [scoring, scoring]
