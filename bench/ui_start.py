@@ -2,16 +2,17 @@
 
 Starts the bundled reference assistant and `dagster dev -w workspace.yaml` as `make ui`
 does, on a temporary copy of the demo project with a fresh instance (`ensure_instance`, so
-the queued run coordinator dequeues every second), waits until the code location, the
-daemons and the sensor `start_requested_evaluations` are up, and then launches runs one at
-a time through the webserver's GraphQL API, the calls the launchpad makes:
+the instance config soev-pipeline writes: runs launch at once, without a queue), waits
+until the code location, the daemons and the sensor `start_requested_evaluations` are up,
+and then launches runs one at a time through the webserver's GraphQL API, the calls the
+launchpad makes:
 
 - request: Jobs → `new_evaluation` → Launch run, the documented way to start a new
   evaluation; the run adds the run partition and the sensor launches `evaluate` on it;
 - direct: "Add partition" and Launch run on `evaluate`, with the partition tag.
 
 For every run it reads the run's records in that instance and prints, from the launch
-call, when the run was queued, dequeued (STARTING), started (its process has imported
+call, when the run was queued (with a queue), launched (STARTING), started (its process has imported
 Dagster and loaded the project: the run's start time) and finished, as median, min and max.
 
     python bench/ui_start.py                    # both ways, 5 runs each
@@ -54,7 +55,7 @@ SENSOR = "start_requested_evaluations"
 PARTITION = "dagster/partition"
 EVENTS = {
     dg.DagsterEventType.RUN_ENQUEUED: "queued",
-    dg.DagsterEventType.RUN_STARTING: "dequeued",
+    dg.DagsterEventType.RUN_STARTING: "launched",
     dg.DagsterEventType.RUN_START: "started",
     dg.DagsterEventType.RUN_SUCCESS: "finished",
 }
@@ -206,7 +207,7 @@ class DagsterDev:
         return answer["data"]
 
     def wait_ready(self, timeout: float) -> None:
-        """Until the location has loaded, the run queue and sensor daemons are healthy and
+        """Until the location has loaded, the sensor daemon (and the queue's) is healthy and
         the request sensor has ticked once (its first tick only sets its cursor)."""
 
         def location() -> bool | None:
@@ -223,7 +224,9 @@ class DagsterDev:
         def daemons() -> bool | None:
             health = self.query(DAEMONS)["instance"]["daemonHealth"]["allDaemonStatuses"]
             up = {status["daemonType"] for status in health if status["healthy"]}
-            return {"QUEUED_RUN_COORDINATOR", "SENSOR"} <= up or None
+            needed = {"SENSOR"}  # and the run queue's daemon, when the instance has a queue
+            needed |= {"QUEUED_RUN_COORDINATOR"} & {status["daemonType"] for status in health}
+            return needed <= up or None
 
         def sensor() -> bool | None:
             answer = self.query(SENSOR_TICKS, s={**REPOSITORY, "sensorName": SENSOR})
@@ -235,7 +238,9 @@ class DagsterDev:
         started = time.monotonic()
         wait_until("dagster dev did not load the code location", location, timeout, self.log)
         left = max(timeout - (time.monotonic() - started), 30)
-        wait_until("the run queue and sensor daemons were not healthy", daemons, left, self.log)
+        wait_until(
+            "the sensor daemon (and the run queue's) was not healthy", daemons, left, self.log
+        )
         wait_until(f"the sensor {SENSOR} did not tick", sensor, left, self.log)
 
     def add_partition(self, key: str) -> None:
@@ -294,11 +299,11 @@ class Runs:
         for entry in entries:
             assert entry.dagster_event is not None
             found[EVENTS[entry.dagster_event.event_type]] = entry.timestamp - launched
-        missing = set(EVENTS.values()) - set(found)
+        missing = set(EVENTS.values()) - set(found) - {"queued"}  # no queue: not queued
         if missing:
             raise SystemExit(f"run {run_id} has no event for {', '.join(sorted(missing))}")
         order = list(EVENTS.values())
-        return {f"{prefix}{name}": found[name] for name in order}
+        return {f"{prefix}{name}": found[name] for name in order if name in found}
 
 
 def request_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
@@ -375,7 +380,9 @@ def table(title: str, runs: list[Moments]) -> None:
     print(f"\n{title} ({len(runs)} runs, seconds from the launch call)")
     print(f"  {'':<34}{'median':>8}{'min':>8}{'max':>8}")
     for name in runs[0]:
-        values = [run[name] for run in runs]
+        values = [run[name] for run in runs if name in run]
+        if not values:
+            continue
         label = name if name == "launch call" else f"→ {name}"
         print(
             f"  {label:<34}{statistics.median(values):>8.2f}{min(values):>8.2f}{max(values):>8.2f}"
