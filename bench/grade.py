@@ -230,15 +230,28 @@ def rescore(folder: Path) -> dict[str, Any]:
 
 def report_json(folder: Path) -> dict[str, Any]:
     """Read the run's report back and encode it, as `report RUN --json` does."""
+    import io
+
+    from soev_pipeline.cli.render import write_report_json
     from soev_pipeline.run import RunArchive, read_report
+
+    class Counted(io.TextIOBase):
+        """Counts the bytes written, as stdout to a file would take them."""
+
+        size = 0
+
+        def write(self, text: str) -> int:
+            self.size += len(text.encode())
+            return len(text)
 
     began = time.perf_counter()
     report = read_report(RunArchive(folder / "runs", RUN_ID))
-    text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    out = Counted()
+    write_report_json(report, out)
     return {
         "read_s": time.perf_counter() - began,
         "read_mb": _peak_mb(),
-        "printed_mb": len(text.encode()) / 1e6,
+        "printed_mb": out.size / 1e6,
     }
 
 

@@ -1,7 +1,7 @@
 """How do inspect_ai and promptfoo compare with soev-evals on one workload?
 
 Runs the workload of bench/throughput.py, N one-turn attempts at concurrency C against the
-bundled reference assistant with a fixed latency, through four runners in turn (`--repeat`
+bundled reference assistant with a fixed latency, through five runners in turn (`--repeat`
 times, reporting the median) and prints each one's wall time and its ratio to the bare loop
 as a markdown table (`--json` for machines). Every runner does the same HTTP work per
 attempt: open a thread (`POST v1/chat/threads`, `Accept: text/event-stream`, body
@@ -11,6 +11,8 @@ attempt: open a thread (`POST v1/chat/threads`, `Accept: text/event-stream`, bod
 
 - bare httpx loop: throughput.bare_loop, C workers sharing one httpx.AsyncClient, in this
   process; nothing but the HTTP work.
+- bare loop, httpx over aiohttp: the same loop on the transport soev-evals sends with
+  (soev_pipeline.core.transport), the stricter baseline.
 - soev-evals run: throughput.run_harness on the project of throughput.write_project (its
   Dagster instance made beforehand): SoevThreadArm, criteria run.no_failure and
   usage.max_tokens, evidence and report written.
@@ -200,6 +202,11 @@ def run_bare(work: Workload, number: int) -> tuple[float, int]:
     return asyncio.run(bare_loop(work.url, work.attempts, work.concurrency)), 0
 
 
+def run_bare_aiohttp(work: Workload, number: int) -> tuple[float, int]:
+    loop = bare_loop(work.url, work.attempts, work.concurrency, transport="aiohttp")
+    return asyncio.run(loop), 0
+
+
 def run_ours(work: Workload, number: int) -> tuple[float, int]:
     harness = run_harness(work.project, f"bench-{number}")
     return harness.wall_s, harness.failed
@@ -255,8 +262,10 @@ def run_promptfoo(work: Workload, number: int) -> tuple[float, int]:
 def runners() -> list[Runner]:
     """The bare loop and soev-evals, then each installed peer; a hint for the others."""
     ours = importlib.metadata.version("soev-pipeline")
+    aiohttp_version = importlib.metadata.version("aiohttp")
     found = [
         Runner("bare httpx loop", f"httpx {httpx.__version__}", run_bare),
+        Runner("bare loop, httpx over aiohttp", f"aiohttp {aiohttp_version}", run_bare_aiohttp),
         Runner("soev-evals run", f"soev-pipeline {ours}", run_ours),
     ]
     peers = [
@@ -306,7 +315,7 @@ def table(rows: list[Row], title: str) -> str:
     lines = [
         title,
         "",
-        "| runner | version | wall (s) | × bare loop | failed attempts (all runs) |",
+        "| runner | version | wall (s) | × bare httpx loop | failed attempts (all runs) |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
     notes = []
