@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import threading
@@ -263,11 +262,11 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     archive = RunArchive(paths.runs, check_run_id(args.run))
     project = load_project(paths.project_file, paths.runs)
     archive.manifest()
-    # the corpus indexes are built while Dagster loads and the run starts; the grading
-    # step waits for them (a lock), or builds them itself if this build failed
-    warm = getattr(project.loaded.context.corpus, "warm", None)
+    # the corpus indexes are built (on the other core) while Dagster loads and the run
+    # starts; the grading step waits for them, or builds them itself if this build failed
+    warm = getattr(project.loaded.context.corpus, "warm_beside", None)
     if callable(warm):
-        threading.Thread(target=_quietly, args=(warm,), name="warm-corpus", daemon=True).start()
+        warm()
     from soev_pipeline.orchestration import launch
 
     progress = TerminalProgress(sys.stderr)
@@ -285,12 +284,6 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         progress.close()
     sys.stdout.write(render_report(read_report(archive)))
     return 0
-
-
-def _quietly(work: Callable[[], object]) -> None:
-    """Run `work` in a background thread; whoever needs its result does it again on error."""
-    with contextlib.suppress(Exception):
-        work()
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
