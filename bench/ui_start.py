@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import select
 import shutil
 import signal
 import socket
@@ -46,6 +45,9 @@ import httpx
 import sqlalchemy.exc
 
 from soev_pipeline.orchestration.launch import ensure_instance
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from reference import reference_assistant
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_S = 2.0
@@ -123,28 +125,6 @@ def descendants(root: int) -> list[int]:
         found += below
         pending += below
     return found
-
-
-@contextmanager
-def reference_assistant() -> Iterator[str]:
-    """`soev-evals serve-reference` on a free port, as scripts/reference.py starts it, but in
-    a session of its own: Ctrl-C stops it through this script, not mid-connection."""
-    command = [sys.executable, "-m", "soev_pipeline", "serve-reference", "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 30)
-        url = process.stdout.readline().strip() if ready else "nothing in 30 s"
-        if not url.startswith("http://"):
-            raise SystemExit(f"the reference assistant did not start (it printed {url!r})")
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 class DagsterDev:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 import subprocess
 import sys
@@ -17,7 +18,11 @@ def port_is_free(port: int) -> bool:
 
 @contextmanager
 def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
-    """Run `soev-evals serve-reference` on `port` (0: a free one); yield its URL; stop it."""
+    """Run `soev-evals serve-reference` on `port` (0: a free one); yield its URL; stop it.
+
+    The assistant runs in a session of its own: Ctrl-C in the terminal stops it through
+    this function (SIGTERM), not in the middle of a connection.
+    """
     command: Sequence[str] = [
         sys.executable,
         "-m",
@@ -27,10 +32,11 @@ def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
         str(port),
         *options,
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert process.stdout is not None
-        url = process.stdout.readline().strip()
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        url = process.stdout.readline().strip() if ready else "nothing in 30 s"
         if not url.startswith("http://"):
             raise SystemExit(f"the reference assistant did not start (it printed {url!r})")
         yield url
@@ -40,3 +46,4 @@ def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait(timeout=10)
