@@ -73,9 +73,14 @@ class CorpusLookup:
             except Exception:  # the other build failed: build it here, and raise here
                 built = None
             with self._lock:
-                if self._cache.get(name) is index:
+                current = self._cache.get(name)
+                if current is index:
                     self._cache[name] = built if built is not None else build()
-                index = self._cache.get(name, built)
+                    index = self._cache[name]
+                elif current is not None and not isinstance(current, Future):
+                    index = current  # another getter installed it
+                else:  # the indexes were dropped meanwhile: not the cache's to keep
+                    index = built if built is not None else build()
         return index  # type: ignore[no-any-return]
 
     def quote_index(self) -> QuoteIndex:
