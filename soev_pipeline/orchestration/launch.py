@@ -51,12 +51,36 @@ sensors:
 """
 
 
+STORAGE_READY = ".soev-storage-ready"
+"""The file `ensure_instance` writes once the instance's storage is made."""
+
+
 def ensure_instance(home: Path) -> Path:
-    """Make the instance folder `home` with the default dagster.yaml, unless it has one."""
+    """Make the instance folder `home` with the default dagster.yaml, unless it has one, and
+    its storage, once.
+
+    Dagster makes a SQLite instance's databases on first use, and two processes that do so
+    at the same moment (`make ui` and `soev-evals run` on a new project) can both stamp a
+    database's schema version, which leaves the instance unusable. The first soev process
+    makes them under a file lock, and marks that it did.
+    """
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_CONFIG, encoding="utf-8")
+    ready = home / STORAGE_READY
+    if ready.exists():
+        return home
+    import fcntl
+
+    with (home / ".soev-storage.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                instance.get_runs(limit=1)  # the run storage
+                instance.fetch_materializations(dg.AssetKey("soev"), limit=1)  # the event index
+                instance.all_instigator_state()  # the schedule storage
+            ready.write_text("", encoding="utf-8")
     return home
 
 
@@ -104,11 +128,33 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> int:
         run = record.dagster_run
         pid = run.tags.get(PID, "")
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            instance.report_run_failed(
-                run, f"the soev-evals process {pid} that ran it is gone; resume the run instead"
-            )
+            message = f"the soev-evals process {pid} that ran it is gone; resume the run instead"
+            _report_failed(instance, run, message)
             failed += 1
     return failed
+
+
+def _report_failed(instance: dg.DagsterInstance, run: dg.DagsterRun, message: str) -> None:
+    """Mark `run` failed, also when its process died while it set up the run's event log.
+
+    A SQLite instance keeps each run's events in a file of its own, made and stamped by the
+    run's first event; a process killed in the middle leaves it half made, and every write
+    to it fails. That file is put aside (renamed `*.damaged`, not deleted) and the failure
+    recorded in a new one.
+    """
+    try:
+        instance.report_run_failed(run, message)
+        return
+    except Exception:
+        path_for = getattr(instance.event_log_storage, "path_for_shard", None)
+        shard = Path(path_for(run.run_id)) if callable(path_for) else None
+        if shard is None or not shard.exists():
+            raise
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        part = shard.with_name(shard.name + suffix)
+        if part.exists():
+            part.replace(part.with_name(part.name + ".damaged"))
+    instance.report_run_failed(run, message)
 
 
 def _report_orphans(instance: dg.DagsterInstance, notice: Notice | None) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from soev_pipeline.orchestration.launch import ensure_instance
 from tests.support.cli import Result, invoke
 from tests.support.project import dump, edit_yaml
 from tests.support.thread_api import HANG, FakeThreadAPI, Reply, Response, frame, problem
@@ -131,7 +132,15 @@ class Commands:
 
     def interrupt(self, process: subprocess.Popen[str], sig: int = signal.SIGINT) -> Result:
         process.send_signal(sig)
-        return self.finish(process)
+        if sig != signal.SIGKILL:
+            return self.finish(process)
+        # a killed process writes nothing more, and the helpers that Dagster started to copy
+        # its step output (orphans now) may hold its pipes open: wait for it, not for them
+        process.wait(timeout=60)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        return Result(process.returncode, "", "")
 
     def close(self) -> None:
         for process in self.started:
@@ -149,9 +158,10 @@ def commands() -> Iterator[Commands]:
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A Dagster instance of the test's own, for the commands it starts and kills."""
+    """A Dagster instance of the test's own, for the commands it starts and kills, made as a
+    project's first command makes it (the test reads it while the commands run)."""
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return tmp_path / "dagster"
+    return ensure_instance(tmp_path / "dagster")
 
 
 def dagster_runs(home: Path, pid: int) -> list[dg.DagsterRunStatus]:
