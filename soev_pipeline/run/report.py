@@ -92,14 +92,11 @@ def build_report(
     *,
     scoring: GradingSummary,
     previous: RunRates | None = None,
-    cases: bool = True,
 ) -> Report:
     """Build the report of one scoring from its graded attempts (streamed once).
 
     With `previous`, the case rates of the previous run, `previous` of the report holds the
-    comparison with it (SPEC.md section 10), at the default alpha. Without `cases`, the
-    report's case list is left empty: the aggregates alone cost a fraction of the time and
-    memory, and they are what report.json keeps.
+    comparison with it (SPEC.md section 10), at the default alpha.
     """
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
     place: dict[str, tuple[str, Split]] = {}
@@ -111,7 +108,7 @@ def build_report(
         for verdict in attempt.verdicts:
             counts = criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
             counts[verdict.status] += 1
-        if cases and attempt.split == "dev":
+        if attempt.split == "dev":
             dev.add(attempt)
     figures = {case_id: case_figures(values) for case_id, values in scores.items()}
     suite_order = {name: index for index, name in enumerate(manifest.suites)}

@@ -218,24 +218,21 @@ async def grade_run(
     return scoring_dir, summary
 
 
-def aggregate_run(
-    archive: RunArchive, scoring_dir: Path, *, write: bool = True, cases: bool = True
-) -> Report:
+def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> Report:
     """Aggregate a scoring into its report, with the comparison to the previous run.
 
     With `write`, the report is written to the scoring folder; the Dagster IO manager
-    writes it itself. Without `cases`, the report's case list is left empty (report.json
-    does not keep it; `read_report` lists the cases from the verdicts).
+    writes it itself. The case list is handed over (`report.hand_over`) to the next
+    `read_report` of this scoring in this process, which prints it without reading the
+    verdicts again.
     """
     manifest = archive.manifest()
     scoring = GradingSummary.model_validate_json((scoring_dir / SCORING).read_bytes())
     previous = previous_rates(archive.runs_dir, manifest)
     with frozen_heap():
-        report = build_report(
-            manifest, iter_graded(scoring_dir), scoring=scoring, previous=previous, cases=cases
-        )
-    if cases:
-        hand_over(scoring_dir, manifest.suites, report.cases)
+        graded = iter_graded(scoring_dir)
+        report = build_report(manifest, graded, scoring=scoring, previous=previous)
+    hand_over(scoring_dir, manifest.suites, report.cases)
     if write:
         write_report(scoring_dir, report)
     return report

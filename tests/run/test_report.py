@@ -154,15 +154,6 @@ def test_a_report_json_that_is_not_json_is_named(scored: tuple[RunArchive, Path,
         read_report(archive)
 
 
-def test_the_aggregates_alone_equal_the_whole_report_but_its_case_list(
-    scored: tuple[RunArchive, Path, Report],
-) -> None:
-    archive, scoring, built = scored
-    aggregates = aggregate_run(archive, scoring, write=False, cases=False)
-    assert aggregates.cases == ()
-    assert aggregates == built.model_copy(update={"cases": ()})
-
-
 def test_the_report_streamed_case_by_case_prints_as_json_dumps_does(
     scored: tuple[RunArchive, Path, Report],
 ) -> None:
