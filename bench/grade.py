@@ -9,8 +9,8 @@ of the phases:
 
 - suite load: `project.load` (project.yaml, the suite, the corpus file);
 - index: building the corpus indexes (`warm`);
-- grading: `grade_run`, which streams the evidence, grades it and writes verdicts.jsonl;
-- writing: `aggregate_run`, which builds the report and writes report.json;
+- grading: `run.service.grade`, which streams the evidence, grades it and writes verdicts.jsonl;
+- writing: `run.service.aggregate`, which builds the report and writes report.json;
 
 their sum (the rescore), the CPU seconds of all its processes, and its memory: the peak
 RSS of the main process after each phase, of the largest worker, and the peak of the
@@ -19,8 +19,9 @@ workers share with the main process once). `report --json` is timed apart, in a 
 its own: reading the report back and encoding it as `soev-evals report RUN --json` does.
 
 Last, `soev-evals rescore RUN --offline` is timed as a user runs it, the whole command
-(start-up, Dagster, grading with the default workers, the report printed): its wall time,
-peak RSS, and how much longer it takes on the largest corpus than on the smallest.
+(start-up, grading with the default workers, the report printed, the scoring recorded in
+Dagster): its wall time, peak RSS, and how much longer it takes on the largest corpus than
+on the smallest.
 
 Each measurement runs in a fresh process; the modes alternate, so that the load of other
 processes on the machine falls on both. Both modes must write byte-identical verdicts; the
@@ -154,7 +155,7 @@ def make(folder: Path, units: int, attempts: int, seed: int) -> None:
         "corpus": "corpus.jsonl",
     }
     (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
-    loaded = load(folder / "project.yaml", check_sealed=False)
+    loaded = load(folder / "project.yaml")
     made = make_attempts(seed, corpus, list(loaded.cases()), attempts)
     manifest = build_manifest(
         run_id=RUN_ID,
@@ -182,10 +183,10 @@ def rescore(folder: Path) -> dict[str, Any]:
     """Rescore the run in `folder` once, in this process; return the phases' figures."""
     from soev_pipeline.project import load
     from soev_pipeline.run import RunArchive
-    from soev_pipeline.run.service import aggregate_run, grade_run
+    from soev_pipeline.run.service import aggregate, grade
 
     began = time.perf_counter()
-    loaded = load(folder / "project.yaml", check_sealed=False)
+    loaded = load(folder / "project.yaml")
     load_s = time.perf_counter() - began
 
     mark = time.perf_counter()
@@ -197,12 +198,13 @@ def rescore(folder: Path) -> dict[str, Any]:
     for scoring in archive.scorings():
         shutil.rmtree(scoring)
     mark = time.perf_counter()
-    scoring_dir, summary = asyncio.run(grade_run(loaded, archive, judge=None, offline=True))
+    scoring = asyncio.run(grade(loaded, archive, judge=None, offline=True))
+    scoring_dir, summary = scoring.path, scoring.summary
     grade_s = time.perf_counter() - mark
     graded_mb = _peak_mb()
 
     mark = time.perf_counter()
-    aggregate_run(archive, scoring_dir)
+    aggregate(archive, scoring_dir)
     write_s = time.perf_counter() - mark
     rescore_s = time.perf_counter() - began
 
@@ -350,7 +352,7 @@ def kinds(folder: Path, count: int) -> None:
     from soev_pipeline.project import load
     from soev_pipeline.run import RunArchive
 
-    loaded = load(folder / "project.yaml", check_sealed=False)
+    loaded = load(folder / "project.yaml")
     _warm(loaded)
     cases = {case.id: case for case in loaded.cases()}
     evidence = list(islice(RunArchive(folder / "runs", RUN_ID).iter_evidence(), count))
@@ -388,7 +390,7 @@ def crossover(folder: Path, sizes: list[int], repeat: int) -> None:
     from soev_pipeline.project import load
     from soev_pipeline.run import RunArchive, grade_evidence
 
-    loaded = load(folder / "project.yaml", check_sealed=False)
+    loaded = load(folder / "project.yaml")
     _warm(loaded)
     evidence = list(RunArchive(folder / "runs", RUN_ID).iter_evidence())
     ctx = CriterionContext(

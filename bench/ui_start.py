@@ -44,7 +44,7 @@ import dagster as dg
 import httpx
 import sqlalchemy.exc
 
-from soev_pipeline.orchestration.launch import ensure_instance
+from soev_pipeline.orchestration.instance import ensure_instance
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from reference import reference_assistant

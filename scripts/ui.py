@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reference import port_is_free, reference_assistant
 
-from soev_pipeline.orchestration.launch import ensure_instance
+from soev_pipeline.orchestration.instance import ensure_instance
 from soev_pipeline.project import ProjectPaths
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,10 +24,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("project",),
     ("runtime",),
     ("run",),
+    ("api",),
     ("orchestration",),
     ("cli",),
+    ("(facade)",),
     ("__main__",),
 )
+"""`(root)` is the package module as lower modules import it (for `__version__`);
+`(facade)` is what its `__getattr__` imports on first use, to offer the Python API
+(`soev_pipeline.evaluate`): the one file plays both parts."""
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 Edges = dict[tuple[str, str], list[str]]
 
@@ -64,7 +69,7 @@ def _edges(root: Path = PACKAGE) -> Edges:
         if len(relative.parts) > 1:
             source = relative.parts[0]
         else:
-            source = {"__init__.py": "(root)", "__main__.py": "__main__"}.get(
+            source = {"__init__.py": "(facade)", "__main__.py": "__main__"}.get(
                 relative.name, relative.stem
             )
         for name, line in _imports(path, root):

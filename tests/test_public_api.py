@@ -88,3 +88,42 @@ def test_the_domain_core_imports_without_dagster() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr or "the domain core imports dagster"
+
+
+ROOT = [
+    "Evaluation",
+    "LoadedProject",
+    "Progress",
+    "Report",
+    "__version__",
+    "evaluate",
+    "evaluate_run",
+    "load",
+    "rescore",
+    "rescore_run",
+]
+
+
+def test_the_python_api_is_the_curated_all_of_the_package() -> None:
+    import soev_pipeline
+    from soev_pipeline import api, project
+    from soev_pipeline.run.results import Report
+
+    assert soev_pipeline.__all__ == ROOT
+    assert soev_pipeline.evaluate is api.evaluate and soev_pipeline.rescore is api.rescore
+    assert soev_pipeline.load is project.load and soev_pipeline.Report is Report
+    assert all(getattr(soev_pipeline, name) is not None for name in ROOT)
+    with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
+        soev_pipeline.evaluat  # noqa: B018
+
+
+def test_importing_the_package_loads_nothing_until_a_name_is_used() -> None:
+    code = (
+        "import sys, soev_pipeline; "
+        "heavy = [m for m in ('pydantic', 'httpx', 'dagster', 'soev_pipeline.api') "
+        "if m in sys.modules]; "
+        "soev_pipeline.evaluate; "
+        "sys.exit(str(heavy) if heavy or 'dagster' in sys.modules else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

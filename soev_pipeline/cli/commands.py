@@ -5,27 +5,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from soev_pipeline import api
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.project import SEAL_FILE, ProjectPaths, load, write_seal
+from soev_pipeline.project import (
+    SEAL_FILE,
+    ProjectPaths,
+    load,
+    load_for_sealing,
+    read_project,
+    write_seal,
+)
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.compare import compare_runs, latest_run, previous_run, read_rates
+from soev_pipeline.run.heap import frozen_heap
 from soev_pipeline.run.junit import write_junit
 from soev_pipeline.run.manifest import check_same_project
 from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
-from soev_pipeline.run.service import RunSelection, attempt_selected
-from soev_pipeline.runtime import BUILTIN, RuntimeSession, check_reachable
-from soev_pipeline.runtime.session import CANCEL_GRACE_S
+from soev_pipeline.run.service import RunSelection
 
-from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, interrupted
+from .errors import EXIT_GATE, EXIT_OK, interrupted
 from .progress import TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
+from .signals import interruption_name, interruption_status
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -37,124 +42,70 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Start the attempts at once and, beside them, load Dagster and run the `evaluate` job
-    of the project's instance, whose `attempt` step waits for them and records them."""
+    """Attempt, grade and aggregate the run (`soev_pipeline.api`), then record it in the
+    project's Dagster instance and print its report."""
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
-    if args.k < 1:
-        raise ProjectError(f"--k must be at least 1, not {args.k}")
     resume = args.resume is not None
-    selection = RunSelection(tuple(args.suite), args.split, args.k)
-    selection.check(loaded)
+    if not resume:
+        RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    runtime = args.runtime or loaded.project.runtime
-    if runtime in (None, BUILTIN):
-        check_reachable(loaded)
-    archive = RunArchive(paths.runs, run_id)
-    if resume:
-        archive.manifest()
     progress = TerminalProgress(sys.stderr)
     progress.phase(f"run {run_id}")
-    session = RuntimeSession()
     try:
-        with archive.locked("resume" if resume else "run"):
-            bindings = session.run(session.bindings(loaded, runtime, "run", paths.state))
-            attempts = session.submit(
-                attempt_selected(
-                    loaded,
-                    paths.runs,
-                    run_id,
-                    selection,
-                    bindings,
-                    resume=resume,
-                    runtime=runtime,
-                    progress=progress,
-                )
+        evaluation = api.run_sync(
+            api.evaluate_run(
+                loaded,
+                k=args.k,
+                suites=args.suite,
+                split=args.split,
+                run_id=run_id,
+                resume=resume,
+                runtime=args.runtime,
+                runs_dir=paths.runs,
+                progress=progress,
             )
-
-            def evaluate() -> None:
-                import pandas  # noqa: F401 - for the report's tables, imported while attempting
-
-                from soev_pipeline.orchestration import launch
-                from soev_pipeline.orchestration.names import names_of
-                from soev_pipeline.orchestration.resources import SoevProject
-
-                launch.evaluate(
-                    SoevProject(loaded, paths, names_of(paths.project_file)),
-                    run_id,
-                    suites=args.suite,
-                    split=args.split,
-                    k=args.k,
-                    runtime=args.runtime,
-                    resume=resume,
-                    progress=progress,
-                    notice=_notice,
-                    attempted=attempts,
-                    session=session,
-                )
-
-            dagster = _Background(evaluate)
-            try:
-                dagster.wait()
-            except BaseException:
-                # Ctrl-C (or a failure): stop the attempts or the grading, and let the
-                # Dagster run record that it failed before the command ends
-                session.interrupt()
-                dagster.wait(timeout=CANCEL_GRACE_S, reraise=False)
-                raise
+        )
     except BaseException as exc:
         progress.close()
         if interrupted(exc):
-            if archive.exists():
-                done = len(archive.completed())
-                print(
-                    f"\ninterrupted: {done} {'attempt is' if done == 1 else 'attempts are'} "
-                    f"archived in {archive.path}; "
-                    f"resume with: soev-evals run --resume {run_id}",
-                    file=sys.stderr,
-                )
-            else:
-                print(
-                    "\ninterrupted before the run was archived; nothing to resume", file=sys.stderr
-                )
-            return EXIT_INTERRUPTED
+            _interrupted(RunArchive(paths.runs, run_id))
+            return interruption_status()
         raise
-    finally:
-        session.close()
     progress.close()
-    sys.stdout.write(render_report(read_report(archive)))
-    sys.stdout.write(f"archive: {archive.path}\n")
-    return 0
+    _record(evaluation)
+    sys.stdout.write(render_report(evaluation.report))
+    sys.stdout.write(f"archive: {evaluation.archive.path}\n")
+    return EXIT_OK
 
 
-class _Background:
-    """Work in a thread of its own (the Dagster part of a run: importing Dagster alone takes
-    a second or two), while the command's thread waits and can take a Ctrl-C."""
+def _interrupted(archive: RunArchive) -> None:
+    """The one line of an interrupted run: what is archived, and how to go on."""
+    how = interruption_name()
+    if archive.exists():
+        done = len(archive.completed())
+        print(
+            f"\n{how}: {done} {'attempt is' if done == 1 else 'attempts are'} "
+            f"archived in {archive.path}; resume with: soev-evals run --resume {archive.run_id}",
+            file=sys.stderr,
+        )
+    else:
+        print(f"\n{how} before the run was archived; nothing to resume", file=sys.stderr)
 
-    def __init__(self, work: Callable[[], None]) -> None:
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-        threading.Thread(target=self._run, args=(work,), daemon=True).start()
 
-    def _run(self, work: Callable[[], None]) -> None:
-        try:
-            work()
-        except BaseException as exc:  # re-raised in the command's thread by `wait`
-            self._error = exc
-        finally:
-            self._done.set()
+def _record(evaluation: api.Evaluation) -> None:
+    """Record the run in the project's Dagster instance; the run is archived either way, so a
+    failure here is a warning, not an error."""
+    from soev_pipeline.orchestration.record import record
 
-    def wait(self, timeout: float | None = None, *, reraise: bool = True) -> None:
-        """Wait for the work (at most `timeout` seconds) and raise its error, if any.
-
-        An Event, not `Thread.join`: a join that a Ctrl-C interrupts can leave the thread
-        marked as ended while it still runs."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done.wait(0.25):
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-        if reraise and self._error is not None:
-            raise self._error
+    try:
+        record(evaluation)
+    except Exception as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        _notice(
+            f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
+            f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
+        )
 
 
 def _notice(text: str) -> None:
@@ -163,9 +114,10 @@ def _notice(text: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    load(paths.project_file, definitions=False, suite_cache=paths.suite_cache)
+    read_project(paths.project_file)
     archive = RunArchive(paths.runs, check_run_id(args.run))
-    report = read_report(archive)
+    with frozen_heap():
+        report = read_report(archive)
     if args.json:
         write_report_json(report, sys.stdout)
     else:
@@ -190,7 +142,7 @@ def _print_json(value: object) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    project = load(paths.project_file, definitions=False, suite_cache=paths.suite_cache).project
+    project = read_project(paths.project_file)
     run = RunArchive(paths.runs, check_run_id(args.run))
     manifest = run.manifest()
     check_same_project(manifest, project.name)
@@ -221,7 +173,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    project = load(paths.project_file, definitions=False, suite_cache=paths.suite_cache).project
+    project = read_project(paths.project_file)
     if args.run is not None:
         run: RunArchive | None = RunArchive(paths.runs, check_run_id(args.run))
     else:
@@ -256,44 +208,34 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from soev_pipeline.orchestration.resources import load_project
-
+    """Grade the run's archived evidence again (`soev_pipeline.api`), record the new scoring
+    in Dagster and print its report."""
     paths = _paths(args)
     archive = RunArchive(paths.runs, check_run_id(args.run))
-    project = load_project(paths.project_file, paths.runs)
+    loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     archive.manifest()
-    # the corpus indexes are built (on the other core) while Dagster loads and the run
-    # starts; the grading step waits for them, or builds them itself if this build failed
-    warm = getattr(project.loaded.context.corpus, "warm_beside", None)
-    if callable(warm):
-        warm()
-    from soev_pipeline.orchestration import launch
-
     progress = TerminalProgress(sys.stderr)
     try:
-        with archive.locked("rescore"):
-            launch.rescore(
-                project,
+        evaluation = api.run_sync(
+            api.rescore_run(
+                loaded,
                 archive.run_id,
                 offline=args.offline,
                 runtime=args.runtime,
+                runs_dir=paths.runs,
                 progress=progress,
-                notice=_notice,
             )
+        )
     finally:
         progress.close()
-    sys.stdout.write(render_report(read_report(archive)))
-    return 0
+    _record(evaluation)
+    sys.stdout.write(render_report(evaluation.report))
+    return EXIT_OK
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    path, cache = paths.project_file, paths.suite_cache
-    loaded = (
-        load(path, allow_test_additions=True, suite_cache=cache)
-        if args.append
-        else load(path, check_sealed=False, suite_cache=cache)
-    )
+    loaded = load_for_sealing(paths.project_file, append=args.append, suite_cache=paths.suite_cache)
     tests = [case for case in loaded.cases() if case.split == "test"]
     result = write_seal(loaded.directory, tests, append=args.append)
     changes = f"{result.added} added, {result.replaced} replaced, {result.removed} removed"

@@ -15,7 +15,8 @@ from typing import NoReturn
 from soev_pipeline import __version__
 from soev_pipeline.core.secrets import redact
 
-from .errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe_error, interrupted
+from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
+from .signals import forward_to_interrupt, interruption_name, interruption_status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -213,9 +214,10 @@ def _quiet_thread_interrupts(hook: threading.ExceptHookArgs) -> None:
 def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> int:
     """Run the command line; return the exit status.
 
-    Ctrl-C at any moment ends the command with one line and exit status 130.
-    `restore_sigint` gives Ctrl-C back to Python once the start-up guard that the package
-    installs for the command (see `soev_pipeline/__init__.py`) is no longer needed.
+    Ctrl-C at any moment ends the command with one line and exit status 130; SIGTERM and
+    SIGHUP end it the same way (see `signals`). `restore_sigint` gives Ctrl-C back to
+    Python once the start-up guard that the package installs for the command (see
+    `soev_pipeline/__init__.py`) is no longer needed, and forwards the other two.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -223,6 +225,7 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
     try:
         if restore_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            forward_to_interrupt()
         from . import commands
 
         handler = getattr(commands, "cmd_" + args.command.replace("-", "_"))
@@ -232,8 +235,8 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
         if isinstance(exc, SystemExit):
             raise
         if interrupted(exc):
-            print("\ninterrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            print(f"\n{interruption_name()}", file=sys.stderr)
+            return interruption_status()
         if args.debug:
             traceback.print_exc()
         message, status = describe_error(exc, args)

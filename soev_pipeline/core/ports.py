@@ -53,6 +53,17 @@ class Judge(Protocol):
 
 
 @runtime_checkable
+class ReportsStats(Protocol):
+    """A judge that counts what it did (requests, model calls, cache hits, failures).
+
+    Optional: a grading puts the counts of such a judge in its scoring summary, and skips
+    a judge without them.
+    """
+
+    def stats_dict(self) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
 class LanguageDetector(Protocol):
     """Returns the ISO 639-1 code of one sentence, or raises `LanguageDetectionError`."""
 
@@ -60,12 +71,29 @@ class LanguageDetector(Protocol):
 
 
 @runtime_checkable
+class KnowsLanguages(Protocol):
+    """A language detector that can say which languages it can detect at all.
+
+    Optional: `reply.language` then refuses a language the detector cannot detect with an
+    error verdict, instead of failing every reply.
+    """
+
+    @property
+    def languages(self) -> frozenset[str]: ...
+
+
+@runtime_checkable
 class Arm(Protocol):
     """The system under test: runs one attempt of a case and returns its evidence.
 
-    `fields` are the case setup's extra input fields, merged into the first turn's input.
-    An arm records failures in the evidence; it raises only when it cannot run at all.
-    The run sets `refusal_code` afterwards, so an arm may leave it None.
+    An attempt plays the case's turns in one conversation, and then each of the case's
+    `variants` (paraphrases of the first turn) in a conversation of its own, recording them
+    in `Evidence.variants` in the order of `case.variants`: criteria such as
+    `compare.equivalent` and `compare.same_citations` grade a case's variants from the same
+    attempt as its base case. `fields` are the case setup's extra input fields, merged into
+    the first turn's input (of the variants too). An arm records failures in the evidence;
+    it raises only when it cannot run at all. The run sets `refusal_code` afterwards, so an
+    arm may leave it None.
     """
 
     async def attempt(
@@ -114,7 +142,13 @@ class Corpus(Protocol):
 
     def mention_index(self) -> Any: ...
 
-    def warm(self) -> None: ...
+    def warm(self) -> None:
+        """Build the indexes now, so the first criterion that needs one does not wait."""
+        ...
+
+    def drop_indexes(self) -> None:
+        """Let the indexes go (a grading is over); the next use builds them again."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from soev_pipeline.core.errors import LanguageDetectionError
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
-from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.core.ports import CriterionContext, KnowsLanguages
 from soev_pipeline.text import letter_words, shorten, split_sentences
 
 from .registry import Builtin
@@ -78,8 +78,7 @@ async def language(
     detector = ctx.language_detector
     if detector is None:
         return error("no language detector is configured")
-    known = getattr(detector, "languages", None)
-    if isinstance(known, frozenset | set) and params.language not in known:
+    if isinstance(detector, KnowsLanguages) and params.language not in detector.languages:
         return error(f"the language detector cannot detect {params.language!r}")
     detected: list[tuple[str, str]] = []
     skipped = 0

@@ -150,6 +150,10 @@ class LLMJudge:
         """The name of the judge model, when the adapter gives one."""
         return self._model
 
+    def stats_dict(self) -> dict[str, object]:
+        """What the judge did so far, as plain values (the `ReportsStats` port)."""
+        return self.stats.as_dict()
+
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         """Return the label of the model for `request`.
 

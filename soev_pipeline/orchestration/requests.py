@@ -19,8 +19,7 @@ from soev_pipeline.run.archive import check_run_id, new_run_id
 from soev_pipeline.run.service import RunSelection
 
 from .config import SplitChoice
-from .names import PLAIN, Names
-from .resources import SoevProject
+from .resources import ProjectResource
 
 NEW_EVALUATION = "new_evaluation"
 REQUEST_OP = "request_evaluation"
@@ -46,58 +45,50 @@ class NewEvaluationConfig(dg.Config):
     )
 
 
-def build_new_evaluation_job(project: SoevProject) -> dg.JobDefinition:
-    """The job that asks for a new evaluation run (see the module's docstring)."""
-    names = project.names
-
-    @dg.op(
-        name=names(REQUEST_OP), description="Check the selection and add the new run's partition."
-    )
-    def request_evaluation(
-        context: dg.OpExecutionContext,
-        config: NewEvaluationConfig,
-        project: dg.ResourceParam[SoevProject],
-    ) -> str:
-        run_id = check_run_id(config.run_id or new_run_id())
-        RunSelection(tuple(config.suites), config.split.split, config.k).check(project.loaded)
-        if (project.runs / run_id / "manifest.json").exists():
-            raise ProjectError(f"{project.runs}: run {run_id!r} already exists")
-        names.add_run(context.instance, run_id)
-        context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
-        context.log.info(f"requested evaluation run {run_id}")
-        return run_id
-
-    @dg.job(
-        name=names(NEW_EVALUATION),
-        description="Start a new evaluation run: pick the suites, split and k, and launch. "
-        "The run partition is made for you, and `evaluate` starts on it.",
-        resource_defs={"project": dg.ResourceDefinition.hardcoded_resource(project)},
-        executor_def=dg.in_process_executor,
-    )
-    def new_evaluation() -> None:
-        request_evaluation()
-
-    return new_evaluation
+@dg.op(name=REQUEST_OP, description="Check the selection and add the new run's partition.")
+def request_evaluation(
+    context: dg.OpExecutionContext, config: NewEvaluationConfig, project: ProjectResource
+) -> None:
+    """Check the selection, make the run id and add it as a run partition; the run's tag
+    `soev/requested_run` names it for the sensor that starts `evaluate`."""
+    run_id = check_run_id(config.run_id or new_run_id())
+    RunSelection(tuple(config.suites), config.split.split, config.k).check(project.loaded)
+    runs = project.paths.runs
+    if (runs / run_id / "manifest.json").exists():
+        raise ProjectError(f"{runs}: run {run_id!r} already exists")
+    project.asset_keys.add_run(context.instance, run_id)
+    context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
+    context.log.info(f"requested evaluation run {run_id}")
 
 
-def evaluate_run_config(request: dg.DagsterRun, names: Names = PLAIN) -> dict[str, Any]:
+@dg.job(
+    name=NEW_EVALUATION,
+    description="Start a new evaluation run: pick the suites, split and k, and launch. "
+    "The run partition is made for you, and `evaluate` starts on it.",
+    executor_def=dg.in_process_executor,
+)
+def new_evaluation() -> None:
+    request_evaluation()
+
+
+def evaluate_run_config(request: dg.DagsterRun) -> dict[str, Any]:
     """The run config of `evaluate` for a `new_evaluation` run's selection."""
     config: dict[str, Any] = dict(request.run_config or {})
     ops = config.get("ops", {})
-    asked = ops.get(names(REQUEST_OP), {}).get("config", {})
+    asked = ops.get(REQUEST_OP, {}).get("config", {})
     runtime = asked.get("runtime")
     attempt = {
         "suites": list(asked.get("suites", [])),
         "split": asked.get("split", SplitChoice.both.value),
         "k": asked.get("k", 1),
         "runtime": runtime,
-        "resume": False,
+        "resume": None,
     }
     return {
         "ops": {
-            names("attempt"): {"config": attempt},
-            names("grade"): {"config": {"offline": False, "runtime": runtime}},
-            names("aggregate"): {"config": {"runtime": runtime}},
+            "attempt": {"config": attempt},
+            "grade": {"config": {"offline": False, "runtime": runtime}},
+            "aggregate": {"config": {"runtime": runtime}},
         }
     }
 
@@ -105,12 +96,11 @@ def evaluate_run_config(request: dg.DagsterRun, names: Names = PLAIN) -> dict[st
 def build_request_sensor(
     new_evaluation: dg.JobDefinition,
     evaluate: "dg.UnresolvedAssetJobDefinition",
-    names: Names = PLAIN,
 ) -> dg.RunStatusSensorDefinition:
     """Launch `evaluate` on the partition that each successful `new_evaluation` added."""
 
     @dg.run_status_sensor(
-        name=names("start_requested_evaluations"),
+        name="start_requested_evaluations",
         run_status=dg.DagsterRunStatus.SUCCESS,
         monitored_jobs=[new_evaluation],
         request_job=evaluate,
@@ -126,7 +116,7 @@ def build_request_sensor(
         yield dg.RunRequest(
             run_key=run_id,
             partition_key=run_id,
-            run_config=evaluate_run_config(request, names),
+            run_config=evaluate_run_config(request),
             tags={"soev/launched_by": request.tags.get("dagster/schedule_name", "ui")},
         )
 

@@ -1,60 +1,31 @@
-"""Resources: the loaded project the assets evaluate, its runtime session, and progress."""
+"""Resources: the evaluation project of a code location, and the runtime of one Dagster run."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import dagster as dg
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
-from soev_pipeline.run.progress import Progress
-from soev_pipeline.run.service import AttemptedRun
 from soev_pipeline.runtime import RuntimeSession
 
-from .names import PLAIN, Names, names_of
-
-__all__ = [
-    "Progress",
-    "RuntimeResource",
-    "SessionHolder",
-    "SharedRuntime",
-    "SoevProject",
-    "load_project",
-]
+from .keys import ProjectKeys, keys_of
 
 
+@dataclass(frozen=True)
 class SoevProject:
-    """The evaluation project of a code location: loaded once, with its paths.
+    """A loaded project with its paths and its Dagster keys: what a code location serves."""
 
-    The definitions are built from it, and every asset gets it as the `project` resource,
-    so a command (or a Dagster run process) reads the project's files once. `names` are
-    the names of its Dagster objects: plain, or those of one project among several.
-    """
-
-    def __init__(self, loaded: LoadedProject, paths: ProjectPaths, names: Names = PLAIN) -> None:
-        self.loaded = loaded
-        self.paths = paths
-        self.names = names
-        self.head_starts: dict[str, Future[AttemptedRun]] = {}
-        """Runs whose attempts the command started before its Dagster run did (the CLI
-        attempts while Dagster loads): the `attempt` step waits for them and records them
-        instead of attempting."""
-
-    @property
-    def runs(self) -> Path:
-        return self.paths.runs
-
-    @property
-    def state(self) -> Path:
-        return self.paths.state
+    loaded: LoadedProject
+    paths: ProjectPaths
+    keys: ProjectKeys
 
 
 def load_project(
-    project_file: Path | str, runs_dir: Path | str | None = None, names: Names | None = None
+    project_file: Path | str, runs_dir: Path | str | None = None, keys: ProjectKeys | None = None
 ) -> SoevProject:
     """Load the project for Dagster, with a changed seal reported by its count alone.
 
@@ -62,32 +33,56 @@ def load_project(
     its storage and show it in the UI, so here it becomes a `ProjectError` that counts
     them, raised outside the handler so that no chained exception carries the ids.
 
-    The Dagster names are `names`, else those `$SOEV_PROJECTS` gives the project, else
-    the plain ones.
+    The keys are `keys`, else those `$SOEV_PROJECTS` gives the project, else the plain ones.
     """
     paths = ProjectPaths.of(project_file, runs_dir)
-    names = names if names is not None else names_of(paths.project_file)
+    keys = keys if keys is not None else keys_of(paths.project_file)
     message = None
     try:
-        return SoevProject(load(paths.project_file, suite_cache=paths.suite_cache), paths, names)
+        return SoevProject(load(paths.project_file, suite_cache=paths.suite_cache), paths, keys)
     except SealChangedError as exc:
         message = exc.aggregate_message
     raise ProjectError(message)
 
 
-class SessionHolder(Protocol):
-    """What the ops need of the `runtime` resource: the session of the run."""
+class ProjectResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The evaluation project of this code location.
+
+    The location loads the project once to build its definitions and hands it to this
+    resource; a resource made from config alone loads it on first use.
+    """
+
+    project_file: str = Field(description="The path of the project's project.yaml.")
+    runs_dir: str | None = Field(
+        default=None, description="Where runs are archived; empty for runs/ beside the project."
+    )
+    _project: SoevProject | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, project: SoevProject) -> ProjectResource:
+        resource = cls(
+            project_file=str(project.paths.project_file), runs_dir=str(project.paths.runs)
+        )
+        resource._project = project
+        return resource
 
     @property
-    def session(self) -> RuntimeSession: ...
+    def project(self) -> SoevProject:
+        if self._project is None:
+            self._project = load_project(self.project_file, self.runs_dir)
+        return self._project
 
+    @property
+    def loaded(self) -> LoadedProject:
+        return self.project.loaded
 
-class SharedRuntime:
-    """A runtime session that the command opened itself and lends to its Dagster run: the
-    run's steps use it, and the command closes it when it is done."""
+    @property
+    def paths(self) -> ProjectPaths:
+        return self.project.paths
 
-    def __init__(self, session: RuntimeSession) -> None:
-        self.session = session
+    @property
+    def asset_keys(self) -> ProjectKeys:
+        return self.project.keys
 
 
 class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]

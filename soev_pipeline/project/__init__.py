@@ -1,6 +1,6 @@
 """An evaluation project on disk: loading it, sealing its test split, and its paths."""
 
-from .loading import LoadedProject, Suite, load, read_project
+from .loading import LoadedProject, Suite, load, load_for_sealing, read_project
 from .paths import ProjectPaths, state_dir
 from .sealing import SEAL_FILE, SealResult, check_seal, read_seal, write_seal
 
@@ -12,6 +12,7 @@ __all__ = [
     "Suite",
     "check_seal",
     "load",
+    "load_for_sealing",
     "read_project",
     "read_seal",
     "state_dir",

@@ -1,4 +1,4 @@
-"""Several projects in one Dagster code location, listed in a small YAML file that
+"""Several projects in one Dagster instance, listed in a small YAML file that
 `$SOEV_PROJECTS` names:
 
 ```yaml
@@ -9,10 +9,10 @@ projects:
     runs_dir: /data/runs/huurwijzer        # optional, like --runs-dir
 ```
 
-Each key is the project's short name in Dagster (see `orchestration.names`): its assets
-are under `<name>/`, in the group `<name>`, with its own run partitions, jobs and schedule.
-The CLI reads the same file: a command on a listed project writes to that project's keys,
-and to its `runs_dir` unless `--runs-dir` is given.
+Each key is the project's short name in Dagster (see `orchestration.keys`): it is served as
+a code location of its own, its assets are under `<name>/`, in the group `<name>`, with its
+own run partitions. The CLI reads the same file: a command on a listed project writes to
+that project's keys, and to its `runs_dir` unless `--runs-dir` is given.
 """
 
 from __future__ import annotations

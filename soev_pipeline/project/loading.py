@@ -110,6 +110,21 @@ class LoadedProject:
         """One short hash over all prompt hashes: the code version of the verdicts."""
         return digest(self.prompt_shas)[:12]
 
+    def prompts_version_on_disk(self) -> str:
+        """The prompts version of the prompt and rubric files as they are on disk now.
+
+        `prompts_version` is that of when the project loaded; a watcher compares the two
+        to notice an edit without loading the project again. A rubric file that cannot be
+        read counts as empty, which changes the version too.
+        """
+        texts = dict(load_prompts())
+        for name in self.context.rubrics:
+            try:
+                texts[name] = read_text(self.directory / name)
+            except (OSError, ProjectError):
+                texts[name] = ""
+        return digest(prompt_shas(dict(sorted(texts.items()))))[:12]
+
 
 def read_project(path: Path) -> Project:
     """Read and validate project.yaml.
@@ -130,10 +145,12 @@ def load(
     suite_files: bool = True,
     allow_test_additions: bool = False,
     project: Project | None = None,
-    check_sealed: bool = True,
     suite_cache: Path | None = None,
 ) -> LoadedProject:
     """Load a project file with its hooks, its suites and its corpus lookup.
+
+    The commands that need only project.yaml (`report`, `compare`, `plan`) use
+    `read_project`; `seal` uses `load_for_sealing`; every other command loads with this.
 
     Args:
         path: the path of project.yaml; suite globs, rubrics, the corpus and the seal are
@@ -145,7 +162,6 @@ def load(
         allow_test_additions: accept test cases that the seal does not have yet (each
             sealed case must still be the same).
         project: use this project instead of the file's content.
-        check_sealed: compare the test cases with sealed-test.yaml (`seal` turns it off).
         suite_cache: the folder of the cache of parsed suite files
             (`ProjectPaths.suite_cache`); None reads every suite file anew.
 
@@ -160,6 +176,44 @@ def load(
         OSError: the project file or a rubric file cannot be read.
         yaml.YAMLError, pydantic.ValidationError: the project file is invalid.
     """
+    return _load(
+        path,
+        definitions=definitions,
+        suite_files=suite_files,
+        allow_test_additions=allow_test_additions,
+        project=project,
+        check_sealed=True,
+        suite_cache=suite_cache,
+    )
+
+
+def load_for_sealing(
+    path: Path | str, *, append: bool, suite_cache: Path | None = None
+) -> LoadedProject:
+    """Load a project to write its seal: without comparing the test cases with the seal
+    (it is about to be replaced), or, with `append`, accepting test cases the seal lacks
+    while every sealed one must be unchanged."""
+    return _load(
+        path,
+        definitions=True,
+        suite_files=True,
+        allow_test_additions=append,
+        project=None,
+        check_sealed=append,
+        suite_cache=suite_cache,
+    )
+
+
+def _load(
+    path: Path | str,
+    *,
+    definitions: bool,
+    suite_files: bool,
+    allow_test_additions: bool,
+    project: Project | None,
+    check_sealed: bool,
+    suite_cache: Path | None,
+) -> LoadedProject:
     path = Path(path).resolve()
     if project is None:
         project = read_project(path)

@@ -6,7 +6,6 @@ everything else that names a case hold dev cases alone.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -17,10 +16,9 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 
-from .archive import REPORT, VERDICTS, RunArchive, naming, write_json_atomically
+from .archive import REPORT, RunArchive, naming, write_json_atomically
 from .compare import CaseRate, RunRates, compare_rates
 from .grading import iter_graded
-from .heap import frozen_heap
 from .manifest import Manifest
 from .results import (
     AttemptResult,
@@ -162,41 +160,13 @@ def write_report(scoring_dir: Path, report: Report) -> None:
     write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json", exclude={"cases"}))
 
 
-_handed: list[tuple[tuple[object, ...], tuple[CaseResult, ...]]] = []
-"""The case list that this process built last, for `read_cases` to take once."""
-
-
-def _handover_key(scoring_dir: Path, suites: Sequence[str]) -> tuple[object, ...]:
-    stat = (scoring_dir / VERDICTS).stat()
-    where = (scoring_dir.resolve(), tuple(suites))
-    return (*where, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-
-def hand_over(scoring_dir: Path, suites: Sequence[str], cases: tuple[CaseResult, ...]) -> None:
-    """Keep the case list just built from a scoring for the next `read_cases` of it.
-
-    `soev-evals rescore` builds the report in the Dagster step and prints it right after,
-    in the same process: the printing takes the list instead of reading every verdict
-    again. One list is kept, and taken once; it is not taken when the verdicts changed.
-    """
-    _handed.clear()
-    with contextlib.suppress(OSError):
-        _handed.append((_handover_key(scoring_dir, suites), cases))
-
-
 def read_cases(scoring_dir: Path, suites: Sequence[str]) -> tuple[CaseResult, ...]:
     """The case list of a report, from the scoring's `verdicts.jsonl`, in `suites` order."""
-    if _handed:
-        (key, cases) = _handed.pop()
-        with contextlib.suppress(OSError):
-            if key == _handover_key(scoring_dir, suites):
-                return cases
     dev = _DevCases()
-    with frozen_heap():
-        for attempt in iter_graded(scoring_dir):
-            if attempt.split == "dev":
-                dev.add(attempt)
-        return dev.results(suites)
+    for attempt in iter_graded(scoring_dir):
+        if attempt.split == "dev":
+            dev.add(attempt)
+    return dev.results(suites)
 
 
 def load_report(path: Path, suites: Sequence[str]) -> Report:

@@ -1,19 +1,21 @@
-"""The four operations of a run as plain functions: load, attempt, grade and aggregate.
+"""The steps of a run as plain functions: attempt, grade, aggregate (and publish).
 
-The Dagster assets and the CLI call these; nothing here imports dagster.
+`soev_pipeline.api` runs them in that order for the CLI and for library users; the Dagster
+assets run the same functions one step each. Every step takes the run's lock itself, so
+whichever front end calls it, a run is never worked on by two commands at once. Nothing
+here imports dagster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, Split
-from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector
+from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector, ReportsStats
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.runtime import BUILTIN, RuntimeBindings
@@ -22,11 +24,13 @@ from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
 from .compare import previous_rates
 from .grading import grade_evidence, iter_graded
-from .heap import frozen_heap
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
-from .report import build_report, hand_over, write_report
+from .report import build_report, write_report
 from .results import GradingSummary, Report
+
+MAX_K = 1000
+"""The most attempts per case a run may ask for: more is a typo, not an evaluation."""
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,19 @@ class RunSelection:
     k: int = 1
 
     def check(self, loaded: LoadedProject) -> None:
+        """Refuse an unknown suite or a k out of bounds, before anything is archived.
+
+        Raises:
+            ProjectError: the message names the project file and the field.
+        """
         known = [suite.name for suite in loaded.suites]
         for name in self.suites:
             if name not in known:
                 raise ProjectError(
                     f"{loaded.path}: suites: no suite {name!r} (known: {', '.join(known)})"
                 )
-        if self.k < 1:
-            raise ProjectError(f"k must be at least 1, not {self.k}")
+        if not 1 <= self.k <= MAX_K:
+            raise ProjectError(f"k must be between 1 and {MAX_K}, not {self.k}")
 
 
 @dataclass
@@ -113,28 +122,6 @@ def prepare_run(
     return PreparedRun(archive, manifest, cases, plan_attempts(cases, selection.k))
 
 
-async def attempt_run(
-    loaded: LoadedProject,
-    prepared: PreparedRun,
-    bindings: RuntimeBindings,
-    *,
-    progress: Callable[[int, int, int], None] | None = None,
-) -> AttemptStats:
-    """Run the planned attempts of `prepared` with the runtime's arm, archiving as they end."""
-    if bindings.arm is None:
-        raise ProjectError("the runtime provider gave no arm for the run command")
-    with frozen_heap(), prepared.archive.evidence_writer() as writer:
-        return await run_attempts(
-            prepared.plan,
-            bindings.arm,
-            writer,
-            messages=loaded.project.messages,
-            concurrency=loaded.project.system.concurrency,
-            setup=bindings.setup or loaded.setup,
-            progress=progress,
-        )
-
-
 @dataclass(frozen=True)
 class AttemptedRun:
     """A run's attempt phase, done: what was planned and how it went."""
@@ -143,96 +130,154 @@ class AttemptedRun:
     stats: AttemptStats
 
 
-async def attempt_selected(
+async def attempt(
     loaded: LoadedProject,
     runs_dir: Path,
     run_id: str,
     selection: RunSelection,
     bindings: RuntimeBindings,
     *,
-    resume: bool,
-    runtime: str | None,
-    progress: Progress,
+    resume: bool | None = False,
+    runtime: str | None = None,
+    progress: Progress | None = None,
 ) -> AttemptedRun:
-    """The attempt operation: create (or reopen, with `resume`) the run and run its missing
-    attempts. The `attempt` step and the CLI's head start both call this; the caller holds
-    the run's lock."""
-    prepared = prepare_run(
-        loaded, runs_dir, run_id, selection, resume=resume, runtime=runtime or BUILTIN
-    )
-    progress.phase(f"{len(prepared.plan)} attempts to run")
-    stats = await attempt_run(loaded, prepared, bindings, progress=progress.attempts)
+    """The attempt step: create the run (or reopen it to resume) and run its missing attempts.
+
+    Each attempt is archived as it finishes. `resume` None resumes when the run is archived
+    already and starts it otherwise (what a re-executed Dagster run needs); True requires
+    an archived run, False refuses one. Holds the run's lock throughout.
+
+    Raises:
+        ProjectError: the selection is invalid, the run exists (or not, for a resume), or
+            the runtime gave no arm.
+        ResumeError: the cases or prompts changed since the run started.
+        RunLockedError: another command works on the run.
+    """
+    progress = progress or Progress()
+    archive = RunArchive(runs_dir, run_id)
+    if resume is None:
+        resume = archive.exists()
+    elif resume:
+        archive.manifest()  # a clear error when there is nothing to resume
+    if bindings.arm is None:
+        raise ProjectError("the runtime provider gave no arm for the run command")
+    with archive.locked("resume" if resume else "run"):
+        prepared = prepare_run(
+            loaded, runs_dir, run_id, selection, resume=resume, runtime=runtime or BUILTIN
+        )
+        progress.phase(f"{len(prepared.plan)} attempts to run")
+        with prepared.archive.evidence_writer() as writer:
+            stats = await run_attempts(
+                prepared.plan,
+                bindings.arm,
+                writer,
+                messages=loaded.project.messages,
+                concurrency=loaded.project.system.concurrency,
+                setup=bindings.setup or loaded.setup,
+                progress=progress.attempts,
+            )
     return AttemptedRun(prepared, stats)
 
 
-async def grade_run(
+@dataclass(frozen=True)
+class Scoring:
+    """One grading of a run's evidence: its folder in the archive, and its summary."""
+
+    path: Path
+    summary: GradingSummary
+
+
+async def grade(
     loaded: LoadedProject,
     archive: RunArchive,
     *,
     judge: Judge | None,
     language_detector: LanguageDetector | None = None,
     offline: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-) -> tuple[Path, GradingSummary]:
-    """Grade the run's archived evidence with the current criteria into a new scoring."""
-    manifest = archive.manifest()
-    check_same_project(manifest, loaded.project.name)
-    ctx = CriterionContext(
-        messages=loaded.context.messages,
-        rubrics=loaded.context.rubrics,
-        corpus=loaded.context.corpus,
-        judge=judge,
-        language_detector=language_detector or LazyLangidDetector(),
-    )
-    if ctx.corpus is not None:
-        warm = getattr(ctx.corpus, "warm", None)
-        if callable(warm):
-            await asyncio.to_thread(warm)
-    scoring_dir = archive.new_scoring()
-    try:
-        total = archive.count_evidence()
-        with frozen_heap():
+    progress: Progress | None = None,
+) -> Scoring:
+    """The grade step: grade the run's archived evidence with the current criteria into a
+    new scoring. Holds the run's lock; a grading that does not finish leaves no scoring.
+
+    Raises:
+        ProjectError: the run does not exist, belongs to another project, or its evidence
+            is damaged.
+        RunLockedError: another command works on the run.
+    """
+    progress = progress or Progress()
+    with archive.locked("rescore"):
+        manifest = archive.manifest()
+        check_same_project(manifest, loaded.project.name)
+        context = loaded.context
+        ctx = CriterionContext(
+            messages=context.messages,
+            rubrics=context.rubrics,
+            corpus=context.corpus,
+            judge=judge,
+            language_detector=language_detector or LazyLangidDetector(),
+        )
+        progress.phase("grading")
+        if ctx.corpus is not None:
+            # built once before grading: forked grading workers then share them
+            await asyncio.to_thread(ctx.corpus.warm)
+        scoring_dir = archive.new_scoring()
+        try:
             summary = await grade_evidence(
                 loaded,
                 ctx,
                 archive.iter_evidence(),
                 scoring_dir,
-                total=total,
+                total=archive.count_evidence(),
                 prompts=loaded.prompt_shas,
                 offline=offline,
-                progress=progress,
+                progress=progress.graded,
             )
-    except BaseException:
-        # a grading that did not finish (damaged evidence, Ctrl-C) leaves no scoring behind
-        shutil.rmtree(scoring_dir, ignore_errors=True)
-        raise
-    finally:
-        # the indexes serve grading only: their memory goes before the report is built
-        drop = getattr(ctx.corpus, "drop_indexes", None)
-        if callable(drop):
-            drop()
-    stats = getattr(judge, "stats", None)
-    if stats is not None and hasattr(stats, "as_dict"):
-        summary = summary.model_copy(update={"judge": stats.as_dict()})
-        write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
-    return scoring_dir, summary
+            if isinstance(judge, ReportsStats):
+                summary = summary.model_copy(update={"judge": judge.stats_dict()})
+                write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
+        except BaseException:
+            shutil.rmtree(scoring_dir, ignore_errors=True)
+            raise
+        finally:
+            if ctx.corpus is not None:
+                ctx.corpus.drop_indexes()  # their memory goes before the report is built
+    return Scoring(scoring_dir, summary)
 
 
-def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True) -> Report:
-    """Aggregate a scoring into its report, with the comparison to the previous run.
+def aggregate(archive: RunArchive, scoring: Path) -> Report:
+    """The aggregate step: the report of a scoring, with the comparison to the previous run,
+    written beside its verdicts. The returned report holds the dev cases too.
 
-    With `write`, the report is written to the scoring folder; the Dagster IO manager
-    writes it itself. The case list is handed over (`report.hand_over`) to the next
-    `read_report` of this scoring in this process, which prints it without reading the
-    verdicts again.
+    Raises:
+        ProjectError: the scoring is missing or its verdicts do not read.
+        RunLockedError: another command works on the run.
     """
-    manifest = archive.manifest()
-    scoring = GradingSummary.model_validate_json((scoring_dir / SCORING).read_bytes())
-    previous = previous_rates(archive.runs_dir, manifest)
-    with frozen_heap():
-        graded = iter_graded(scoring_dir)
-        report = build_report(manifest, graded, scoring=scoring, previous=previous)
-    hand_over(scoring_dir, manifest.suites, report.cases)
-    if write:
-        write_report(scoring_dir, report)
+    with archive.locked("rescore"):
+        manifest = archive.manifest()
+        summary = GradingSummary.model_validate_json((scoring / SCORING).read_bytes())
+        previous = previous_rates(archive.runs_dir, manifest)
+        report = build_report(manifest, iter_graded(scoring), scoring=summary, previous=previous)
+        write_report(scoring, report)
     return report
+
+
+def latest_scoring(archive: RunArchive) -> Path:
+    """The run's latest scoring folder (graded, maybe not yet aggregated).
+
+    Raises:
+        ProjectError: the run has no scoring.
+    """
+    scorings = [path for path in archive.scorings() if (path / SCORING).exists()]
+    if not scorings:
+        raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring")
+    return scorings[-1]
+
+
+async def publish(bindings: RuntimeBindings, archive: RunArchive, report: Report) -> None:
+    """Give the public report of a new run to the runtime's tracker, when it has one."""
+    if bindings.tracker is None:
+        return
+    manifest = archive.manifest().model_dump(mode="json")
+    public = {key: value for key, value in manifest.items() if key != "cases"}
+    public_report = report.model_dump(mode="json")
+    await bindings.tracker.publish(manifest=public, report=public_report)

@@ -8,7 +8,7 @@ from .providers import (
     RuntimeBindings,
     RuntimeProvider,
 )
-from .resolve import resolve_runtime
+from .resolve import open_runtime, resolve_runtime
 from .session import RuntimeSession
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "RuntimeSession",
     "check_reachable",
     "open_project_judge",
+    "open_runtime",
     "resolve_runtime",
 ]

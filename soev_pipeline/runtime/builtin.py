@@ -7,6 +7,7 @@ for the project's `system` over one client of `create_http_client`, and the judg
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -43,7 +44,8 @@ class BuiltinRuntime:
     """The built-in provider: an arm for the project's `system`, and a judge for its `judge`.
 
     The arm is a `SoevThreadArm` (or a `ChatCompletionsArm` for `kind: chat-completions`)
-    over one client from `create_http_client`; a rescore gets no arm. When the project has
+    over one client from `create_http_client`, opened once the system accepts connections
+    (`check_reachable`); a rescore gets no arm. When the project has
     a `judge` section, the judge is an `LLMJudge` over an OpenAI-compatible adapter with
     the judge cache in `state_dir` (default: `.soev/` beside the project's runs).
     """
@@ -60,6 +62,8 @@ class BuiltinRuntime:
         async with AsyncExitStack() as stack:
             arm: Arm | None = None
             if operation == "run":
+                # fail fast, before a run is archived, when nothing listens at base_url
+                await asyncio.to_thread(check_reachable, loaded)
                 http = await stack.enter_async_context(create_http_client(project.system))
                 arm = create_arm(http, project)
             judge: Judge | None = await stack.enter_async_context(open_project_judge(loaded, state))

@@ -24,7 +24,7 @@ from tests.support.thread_api import FakeThreadAPI
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _add_rubric(project_path: Path) -> Path:
+def add_rubric(project_path: Path) -> Path:
     """Give every kern case a rubric.judge criterion over a rubric file."""
     rubric = project_path.parent / "rubrics" / "helder.md"
     rubric.parent.mkdir()
@@ -69,7 +69,7 @@ def test_definitions_load(project_path: Path) -> None:
     for job in ("evaluate", "rescore", "load_suites"):
         assert defs.resolve_job_def(job) is not None
     ops = {node.name for node in defs.resolve_job_def("evaluate").nodes}
-    assert {"load_prompts", "attempt", "grade", "aggregate"} <= ops
+    assert {"attempt", "grade", "aggregate"} <= ops
     assert {node.name for node in defs.resolve_job_def("load_suites").nodes} == {"load"}
     assert defs.resolve_schedule_def("nightly").cron_schedule == "0 2 * * *"
     suites = defs.resolve_assets_def("suites")
@@ -124,7 +124,7 @@ def test_evaluate_then_rescore(project_path: Path, system: FakeThreadAPI) -> Non
 
 @pytest.mark.e2e
 def test_changed_rubric_makes_verdicts_stale(project_path: Path, system: FakeThreadAPI) -> None:
-    rubric = _add_rubric(project_path)
+    rubric = add_rubric(project_path)
     defs = build_definitions(project_path)
     key = dg.AssetKey("verdicts")
     with dg.instance_for_test() as instance:

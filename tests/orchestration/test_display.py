@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import dagster as dg
 import pytest
 
-from soev_pipeline.orchestration.assets import _attempted_in_this_run, _rate_metadata, _rounded
+from soev_pipeline.orchestration import metadata
+from soev_pipeline.orchestration.assets import _attempted_in_this_run
 from soev_pipeline.orchestration.config import EvaluateConfig, GradeConfig, ReportConfig
-from soev_pipeline.orchestration.names import PLAIN, Names
 from soev_pipeline.orchestration.requests import NewEvaluationConfig
 from soev_pipeline.run.results import GroupFigures
 
@@ -43,10 +43,10 @@ def test_split_is_a_closed_set_checked_before_launch() -> None:
 
 
 def test_figures_are_rounded_for_display_and_missing_ones_are_gaps() -> None:
-    assert _rounded(7 / 9) == 0.7778
-    assert math.isnan(_rounded(None))
+    assert metadata.rounded(7 / 9) == 0.7778
+    assert math.isnan(metadata.rounded(None))
     figures = GroupFigures.model_construct(pass_rate=7 / 9, ci95=(0.45322, 0.93673))  # type: ignore[call-arg]
-    shown = _rate_metadata("overall", figures)
+    shown = metadata.rate("overall", figures)
     assert shown == {
         "pass_rate/overall": 0.7778,
         "ci95_low/overall": 0.4532,
@@ -58,25 +58,30 @@ def test_figures_are_rounded_for_display_and_missing_ones_are_gaps() -> None:
 class _Context:
     job_name: str
     selection: set[dg.AssetKey] | None
+    asset_key: dg.AssetKey
 
     @property
     def run(self) -> SimpleNamespace:
         return SimpleNamespace(asset_selection=self.selection)
 
 
+PLAIN, PREFIXED = dg.AssetKey("report"), dg.AssetKey(["wet", "report"])
+
+
 @pytest.mark.parametrize(
-    ("names", "job", "selection", "published"),
+    ("report", "job", "selection", "published"),
     [
         (PLAIN, "evaluate", None, True),
         (PLAIN, "rescore", None, False),
         (PLAIN, "__ASSET_JOB", {dg.AssetKey("evidence"), dg.AssetKey("report")}, True),
         (PLAIN, "__ASSET_JOB", {dg.AssetKey("verdicts"), dg.AssetKey("report")}, False),
-        (Names("wet"), "wet__rescore", None, False),
-        (Names("wet"), "__ASSET_JOB", {dg.AssetKey(["wet", "evidence"])}, True),
+        (PREFIXED, "rescore", None, False),
+        (PREFIXED, "__ASSET_JOB", {dg.AssetKey(["wet", "evidence"])}, True),
+        (PREFIXED, "__ASSET_JOB", {dg.AssetKey("evidence")}, False),
     ],
 )
 def test_a_report_is_published_when_its_run_also_made_the_evidence(
-    names: Names, job: str, selection: set[dg.AssetKey] | None, published: bool
+    report: dg.AssetKey, job: str, selection: set[dg.AssetKey] | None, published: bool
 ) -> None:
-    context = _Context(job, selection)
-    assert _attempted_in_this_run(context, names) is published  # type: ignore[arg-type]
+    context = _Context(job, selection, report)
+    assert _attempted_in_this_run(context) is published  # type: ignore[arg-type]

@@ -1,23 +1,23 @@
-"""Several projects in one code location: each with its own keys, group, partitions, jobs
-and schedule, and the CLI writing to the same keys."""
+"""Several projects in one Dagster instance: each a code location of its own, with its own
+asset keys, group and run partitions; the CLI writes to the same keys."""
 
 from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 from pathlib import Path
+from types import ModuleType
 
 import dagster as dg
 import pytest
+import yaml
 
 from soev_pipeline.cli.main import main
-from soev_pipeline.orchestration.definitions import location_for
+from soev_pipeline.orchestration.location import definitions as location
 from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.thread_api import FakeThreadAPI
 
-REPO = Path(__file__).resolve().parents[2]
 ASSETS = {"suites", "judge_prompts", "evidence", "verdicts", "report"}
 
 
@@ -33,48 +33,69 @@ def listing(tmp_path: Path, system: FakeThreadAPI, monkeypatch: pytest.MonkeyPat
         encoding="utf-8",
     )
     monkeypatch.setenv("SOEV_PROJECTS", str(path))
+    location.listed.cache_clear()
     return path
 
 
-def test_each_project_has_its_own_assets_group_partitions_jobs_and_schedule(
+def test_each_listed_project_is_a_location_with_its_own_keys_group_and_partitions(
     listing: Path,
 ) -> None:
     with dg.instance_for_test():
-        defs = location_for(read_projects(listing))
-        dg.Definitions.validate_loadable(defs)
-        graph = defs.resolve_asset_graph()
-        keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-        assert keys == {f"{project}/{name}" for project in ("wet", "huur") for name in ASSETS}
         for project in ("wet", "huur"):
-            for name in ASSETS:
-                node = graph.get(dg.AssetKey([project, name]))
-                assert node.group_name == project
+            defs = getattr(location, project)
+            dg.Definitions.validate_loadable(defs)
+            graph = defs.resolve_asset_graph()
+            keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+            assert keys == {f"{project}/{name}" for name in ASSETS}
+            assert {graph.get(dg.AssetKey([project, name])).group_name for name in ASSETS} == {
+                project
+            }
             evidence = graph.get(dg.AssetKey([project, "evidence"]))
             assert evidence.partitions_def == dg.DynamicPartitionsDefinition(
                 name=f"{project}__runs"
             )
+            # within its own location, a project's jobs, sensors and schedule have plain names
             assert {job.name for job in defs.jobs or []} >= {
-                f"{project}__{job}"
-                for job in ("evaluate", "rescore", "load_suites", "check_prompts")
-            } | {f"{project}__new_evaluation"}
-        assert {schedule.name for schedule in defs.schedules or []} == {
-            "wet__nightly",
-            "huur__nightly",
-        }
-        sensors = {sensor.name for sensor in defs.sensors or []}
-        assert sensors == {
-            f"{project}__{name}"
-            for project in ("wet", "huur")
-            for name in ("prompts_watch", "start_requested_evaluations")
-        }
-        report = graph.get(dg.AssetKey(["huur", "report"]))
-        assert [check.name for check in report.check_keys] == ["no_significant_regression"]
+                "evaluate",
+                "rescore",
+                "load_suites",
+                "check_prompts",
+                "new_evaluation",
+            }
+            assert [schedule.name for schedule in defs.schedules or []] == ["nightly"]
+            report = graph.get(dg.AssetKey([project, "report"]))
+            assert [check.name for check in report.check_keys] == ["no_significant_regression"]
 
 
-def test_two_projects_with_one_name_are_refused(listing: Path) -> None:
-    (first, _) = read_projects(listing)
-    with dg.instance_for_test(), pytest.raises(ValueError, match="two projects are named 'wet'"):
-        location_for([first, first])
+def _fresh_location(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The location module imported anew, as a code location process imports it."""
+    for name in [key for key in sys.modules if key.startswith("soev_pipeline.orchestration.loc")]:
+        monkeypatch.delitem(sys.modules, name)
+    return importlib.import_module("soev_pipeline.orchestration.location.definitions")
+
+
+def test_the_location_module_serves_listed_projects_by_name_only(
+    listing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = _fresh_location(monkeypatch)
+    assert "defs" not in vars(module)  # no project is loaded that the location does not serve
+    with pytest.raises(AttributeError, match="serve each as a code location"):
+        module.defs  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'grond'"):
+        module.grond  # noqa: B018
+    workspace = yaml.safe_load(location.workspace_for(read_projects(listing)))
+    assert workspace == {
+        "load_from": [
+            {
+                "python_module": {
+                    "module_name": "soev_pipeline.orchestration.location.definitions",
+                    "attribute": name,
+                    "location_name": name,
+                }
+            }
+            for name in ("wet", "huur")
+        ]
+    }
 
 
 @pytest.mark.e2e
@@ -90,19 +111,8 @@ def test_the_cli_writes_to_the_keys_the_location_shows(
     assert (tmp_path / "archive" / "huur" / "r1" / "manifest.json").exists()
     assert not (tmp_path / "huur" / "runs").exists()
 
-    for name in [key for key in sys.modules if key.startswith("soev_pipeline.orchestration.loc")]:
-        monkeypatch.delitem(sys.modules, name)
-    from dagster.components import load_defs
-
+    defs = _fresh_location(monkeypatch).huur
     with dg.DagsterInstance.get() as instance:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            location = importlib.import_module("soev_pipeline.orchestration.location")
-            defs = load_defs(location, project_root=REPO)
-        assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} >= {
-            "wet/report",
-            "huur/report",
-        }
         assert instance.get_dynamic_partitions("huur__runs") == ["r1"]
         assert instance.get_dynamic_partitions("wet__runs") == []
         assert instance.get_dynamic_partitions("runs") == []
@@ -117,7 +127,7 @@ def test_the_cli_writes_to_the_keys_the_location_shows(
         assert partitions(["wet", "report"]) == []
         assert partitions(["report"]) == []
 
-        check = defs.resolve_job_def("huur__check_prompts").execute_in_process(instance=instance)
+        check = defs.resolve_job_def("check_prompts").execute_in_process(instance=instance)
         assert check.success
         (evaluation,) = check.get_asset_check_evaluations()
         assert evaluation.asset_key == dg.AssetKey(["huur", "verdicts"])

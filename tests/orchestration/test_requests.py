@@ -10,9 +10,9 @@ import dagster as dg
 import pytest
 
 from soev_pipeline.orchestration import definitions_for
-from soev_pipeline.orchestration.checks import build_prompts_watch
 from soev_pipeline.orchestration.requests import REQUESTED_RUN
 from soev_pipeline.run import RunArchive
+from tests.orchestration.test_definitions import add_rubric
 from tests.support.thread_api import FakeThreadAPI
 
 
@@ -22,6 +22,12 @@ def _request(defs: dg.Definitions, instance: dg.DagsterInstance, **config: objec
         run_config={"ops": {"request_evaluation": {"config": config}}},
         raise_on_error=False,
     )
+
+
+def _requested(instance: dg.DagsterInstance, result: dg.ExecuteInProcessResult) -> str:
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    return run.tags[REQUESTED_RUN]
 
 
 def _sensor_requests(defs: dg.Definitions, instance: dg.DagsterInstance, run_id: str) -> list:  # type: ignore[type-arg]
@@ -47,9 +53,8 @@ def test_a_request_adds_its_partition_and_the_sensor_starts_evaluate(
     with dg.instance_for_test() as instance:
         result = _request(defs, instance, suites=["kern"], split="dev", k=2)
         assert result.success
-        run_id = result.output_for_node("request_evaluation")
+        run_id = _requested(instance, result)
         assert instance.has_dynamic_partition("runs", run_id)
-        assert instance.get_run_by_id(result.run_id).tags[REQUESTED_RUN] == run_id
         (request,) = _sensor_requests(defs, instance, result.run_id)
         assert request.partition_key == run_id and request.run_key == run_id
         attempt = request.run_config["ops"]["attempt"]["config"]
@@ -58,7 +63,7 @@ def test_a_request_adds_its_partition_and_the_sensor_starts_evaluate(
             "split": "dev",
             "k": 2,
             "runtime": None,
-            "resume": False,
+            "resume": None,  # a re-execution of the evaluation resumes it
         }
 
 
@@ -66,7 +71,7 @@ def test_a_request_names_its_run_and_refuses_a_bad_selection(project_path: Path)
     defs = definitions_for(project_path)
     with dg.instance_for_test() as instance:
         named = _request(defs, instance, run_id="mijn-run")
-        assert named.output_for_node("request_evaluation") == "mijn-run"
+        assert _requested(instance, named) == "mijn-run"
         unknown = _request(defs, instance, suites=["geen-suite"])
         assert not unknown.success
         bad = _request(defs, instance, run_id="Niet Geldig")
@@ -105,7 +110,8 @@ def test_evaluate_on_an_archived_partition_resumes_it(
         assert [path.name for path in archive.scorings()] == ["0001", "0002"]
 
 
-def test_the_prompts_watch_runs_the_check_once_per_prompt_version(project_path: Path) -> None:
+def test_the_prompts_watch_notices_an_edit_on_disk_without_a_reload(project_path: Path) -> None:
+    rubric = add_rubric(project_path)
     defs = definitions_for(project_path)
     with dg.instance_for_test() as instance:
         watch = defs.resolve_sensor_def("prompts_watch")
@@ -116,8 +122,11 @@ def test_the_prompts_watch_runs_the_check_once_per_prompt_version(project_path: 
         with dg.build_sensor_context(instance=instance) as context:
             tick = watch.evaluate_tick(context)
             assert not tick.run_requests and tick.skip_message
-        unresolved = next(job for job in defs.jobs or [] if job.name == "check_prompts")
-        edited = build_prompts_watch("another-version", unresolved)  # type: ignore[arg-type]
+        rubric.write_text("Is het antwoord helder en volledig?\n", encoding="utf-8")
         with dg.build_sensor_context(instance=instance) as context:
-            (request,) = edited.evaluate_tick(context).run_requests or []
-            assert request.run_key == "prompts-another-version"
+            (request,) = watch.evaluate_tick(context).run_requests or []
+        edited = definitions_for(project_path)  # what the run that the request starts loads
+        version = edited.resolve_assets_def("verdicts").code_versions_by_key[
+            dg.AssetKey("verdicts")
+        ]
+        assert request.run_key == f"prompts-{version}"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from soev_pipeline.cli import ProjectError, SealChangedError, load
-from soev_pipeline.project import write_seal
+from soev_pipeline.project import load_for_sealing, write_seal
 from tests.support.project import SECRET, edit_yaml, write_project
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -31,7 +31,9 @@ def privacy(path: Path) -> Path:
 
 
 def seal(path: Path, *, append: bool = False) -> Path:
-    loaded = load(path, allow_test_additions=True) if append else load(path, check_sealed=False)
+    loaded = (
+        load(path, allow_test_additions=True) if append else load_for_sealing(path, append=False)
+    )
     tests = [case for case in loaded.cases() if case.split == "test"]
     return write_seal(path.parent, tests, append=append).path
 
@@ -53,7 +55,7 @@ def test_the_seal_maps_each_test_case_to_a_stable_digest(path: Path) -> None:
 def test_sealing_again_replaces_the_digest_of_a_changed_case(path: Path) -> None:
     seal(path)
     change_test_case(path)
-    loaded = load(path, check_sealed=False)
+    loaded = load_for_sealing(path, append=False)
     result = write_seal(path.parent, [c for c in loaded.cases() if c.split == "test"], append=False)
     assert (result.sealed, result.added, result.replaced, result.removed) == (2, 0, 1, 0)
     load(path)

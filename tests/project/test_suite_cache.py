@@ -20,7 +20,14 @@ from soev_pipeline.cli import (
     load,
 )
 from soev_pipeline.core.models import Case, CriterionSpec
-from soev_pipeline.project import LoadedProject, ProjectPaths, loading, suite_cache, write_seal
+from soev_pipeline.project import (
+    LoadedProject,
+    ProjectPaths,
+    load_for_sealing,
+    loading,
+    suite_cache,
+    write_seal,
+)
 from soev_pipeline.project.suite_cache import SuiteCache, SuiteFileCases
 from tests.support.project import SECRET, edit_yaml, write_project
 
@@ -162,11 +169,11 @@ def test_a_bad_file_is_not_cached_and_fails_the_same_way(path: Path, cache: Path
 
 
 def test_sealed_cases_are_checked_on_a_hit(path: Path, cache: Path) -> None:
-    loaded = load(path, check_sealed=False, suite_cache=cache)
+    loaded = load_for_sealing(path, append=False, suite_cache=cache)
     write_seal(path.parent, [c for c in loaded.cases() if c.split == "test"], append=False)
     load(path, suite_cache=cache)
     edit_yaml(kern(path), lambda data: data["cases"][2].update(input=f"Anders {SECRET}"))
-    load(path, check_sealed=False, suite_cache=cache)
+    load_for_sealing(path, append=False, suite_cache=cache)
     with pytest.raises(SealChangedError):
         load(path, suite_cache=cache)
 

@@ -8,7 +8,6 @@ import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,9 +21,8 @@ from soev_pipeline.run import (
     build_manifest,
     read_report,
 )
-from soev_pipeline.run import report as report_module
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS, write_json_atomically
-from soev_pipeline.run.service import aggregate_run
+from soev_pipeline.run.service import aggregate
 
 CASES = {
     "kern-002": ("kern", "dev"),
@@ -100,9 +98,9 @@ def _printed(report: Report) -> str:
 def scored(tmp_path: Path) -> tuple[RunArchive, Path, Report]:
     """Run r2 aggregated, with r1 before it as the previous run."""
     first, first_scoring = _run(tmp_path, "r1", seed=1)
-    aggregate_run(first, first_scoring)
+    aggregate(first, first_scoring)
     archive, scoring = _run(tmp_path, "r2", seed=2)
-    built = aggregate_run(archive, scoring)
+    built = aggregate(archive, scoring)
     assert built.previous is not None and built.cases
     return archive, scoring, built
 
@@ -169,27 +167,3 @@ def test_the_report_streamed_case_by_case_prints_as_json_dumps_does(
         out = io.StringIO()
         write_report_json(report, out)
         assert out.getvalue() == _printed(report)
-
-
-def test_the_case_list_just_built_is_printed_without_reading_the_verdicts_again(
-    scored: tuple[RunArchive, Path, Report], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    archive, scoring, built = scored  # aggregate_run just built r2's report
-    read: list[Path] = []
-    real = report_module.iter_graded
-
-    def counted(scoring_dir: Path) -> Any:
-        read.append(scoring_dir)
-        return real(scoring_dir)
-
-    monkeypatch.setattr(report_module, "iter_graded", counted)
-    assert read_report(archive) == built
-    assert read == []  # handed over
-    assert read_report(archive) == built
-    assert read == [scoring]  # taken once: read from the file the second time
-
-    aggregate_run(archive, scoring)
-    with (scoring / VERDICTS).open("a", encoding="utf-8") as verdicts:
-        verdicts.write("\n")  # the verdicts changed after the hand-over
-    assert read_report(archive) == built
-    assert read == [scoring, scoring]

@@ -36,10 +36,17 @@ def _tokens(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_run_gets_the_arm_of_the_system_and_the_judge(tmp_path: Path) -> None:
-    opened = bindings(write_project(tmp_path, NOWHERE, NOWHERE + "v1/"), "run")
+    with FakeThreadAPI() as system:
+        opened = bindings(write_project(tmp_path, system.url, NOWHERE + "v1/"), "run")
     assert isinstance(opened.arm, SoevThreadArm)
     assert isinstance(opened.judge, LLMJudge)
     assert (opened.language_detector, opened.setup, opened.tracker) == (None, None, None)
+
+
+def test_a_run_of_an_unreachable_system_fails_before_anything_opens(tmp_path: Path) -> None:
+    project = write_project(tmp_path, NOWHERE)
+    with pytest.raises(ArmError, match=f"{project}: system.base_url: cannot reach"):
+        bindings(project, "run")
 
 
 def test_a_rescore_gets_no_arm_and_a_project_without_judge_no_judge(tmp_path: Path) -> None:

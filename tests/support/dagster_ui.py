@@ -29,7 +29,10 @@ def _free_port() -> int:
 
 
 class DagsterUI:
-    def __init__(self, project: Path, home: Path, **env: str) -> None:
+    def __init__(
+        self, project: Path, home: Path, *, workspace: Path | None = None, **env: str
+    ) -> None:
+        self.workspace = workspace or REPO / "workspace.yaml"
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / "dagster-dev.log"
@@ -42,7 +45,7 @@ class DagsterUI:
 
     def __enter__(self) -> DagsterUI:
         dagster = Path(sys.executable).with_name("dagster")
-        command = [str(dagster), "dev", "-w", str(REPO / "workspace.yaml"), "-p", str(self.port)]
+        command = [str(dagster), "dev", "-w", str(self.workspace), "-p", str(self.port)]
         self._log = self.log.open("w")
         self._process = subprocess.Popen(
             command,
@@ -93,16 +96,23 @@ class DagsterUI:
             "locationOrLoadError { __typename } } } } }"
         )
         entries = data["workspaceOrError"]["locationEntries"]
-        return any(
+        return bool(entries) and all(
             entry["locationOrLoadError"]
             and entry["locationOrLoadError"]["__typename"] == "RepositoryLocation"
             for entry in entries
         )
 
-    def launch(self, job: str, run_config: dict[str, Any] | None = None, **tags: str) -> str:
+    def launch(
+        self,
+        job: str,
+        run_config: dict[str, Any] | None = None,
+        *,
+        location: str = LOCATION,
+        **tags: str,
+    ) -> str:
         params: dict[str, Any] = {
             "selector": {
-                "repositoryLocationName": LOCATION,
+                "repositoryLocationName": location,
                 "repositoryName": "__repository__",
                 "jobName": job,
             },

@@ -1,0 +1,243 @@
+"""What the Dagster UI shows of each asset: the metadata of its materializations and checks.
+
+The assets (a run launched from the UI) and `record` (a run of the CLI) build their
+metadata here, so a run shows the same whichever way it started. Figures are rounded to
+4 decimals for display (the archive keeps full precision); only aggregates and dev case
+ids appear, never a test case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from soev_pipeline.core.models import STATUSES
+from soev_pipeline.project import LoadedProject, Suite
+from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Report, StatusCounts
+from soev_pipeline.run.service import AttemptedRun, Scoring
+
+NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
+GRADED_WITH_CURRENT_PROMPTS = "graded_with_current_prompts"
+CODE_VERSION_TAG = "dagster/code_version"
+"""Where Dagster keeps the code version of a materialization its run made."""
+PROMPTS_VERSION_TAG = "soev/prompts_version"
+"""Where a materialization that the CLI reported keeps its prompts version (see `record`)."""
+
+
+def rounded(value: float | None) -> float:
+    """A figure for the UI: rounded to 4 decimals (NaN when there is none, so plots skip it)."""
+    return float("nan") if value is None else round(value, 4)
+
+
+def suite(loaded: LoadedProject, suite: Suite) -> dict[str, Any]:
+    """The `suites` partition of one suite: its counts, digest, files and dev case ids."""
+    dev = [case for case in suite.cases if case.split == "dev"]
+    return {
+        "cases": len(suite.cases),
+        "dev_cases": len(dev),
+        "test_cases": len(suite.cases) - len(dev),
+        "digest": suite.digest(),
+        "files": dg.MetadataValue.md(
+            "\n".join(f"- `{file.relative_to(loaded.directory)}`" for file in suite.files)
+        ),
+        "dev_case_ids": dg.MetadataValue.md("\n".join(f"- `{case.id}`" for case in dev) or "none"),
+    }
+
+
+def suite_version(suite: Suite) -> str:
+    """The data version of a `suites` partition: its digest, short."""
+    return suite.digest()[:16]
+
+
+def prompts(loaded: LoadedProject) -> dict[str, Any]:
+    """`judge_prompts`: the version over all prompts, and each prompt's SHA-256."""
+    return {"prompts_version": loaded.prompts_version, **loaded.prompt_shas}
+
+
+def evidence(attempted: AttemptedRun) -> dict[str, Any]:
+    """`evidence`: what the attempt step ran, and where the archive is."""
+    prepared, stats = attempted.prepared, attempted.stats
+    manifest = prepared.manifest
+    return {
+        "attempts": len(manifest.cases) * manifest.k,
+        "run_now": stats.finished,
+        "resumed_from": prepared.already_done,
+        "failed_attempts": stats.failed,
+        "suites": ", ".join(manifest.suites),
+        "split": manifest.split or "dev+test",
+        "k": manifest.k,
+        "archive": dg.MetadataValue.path(str(prepared.archive.path)),
+    }
+
+
+def verdicts(scoring: Scoring, prompts_version: str) -> dict[str, Any]:
+    """`verdicts`: the scoring's counts, its prompts version, and the judge's counters."""
+    summary = scoring.summary
+    metadata: dict[str, Any] = {
+        "scoring": summary.scoring,
+        "attempts": summary.attempts,
+        "skipped_attempts": summary.skipped,
+        **{f"verdicts_{status}": count for status, count in summary.statuses.items()},
+        "prompts_version": prompts_version,
+        "offline": summary.offline,
+        "scoring_path": dg.MetadataValue.path(str(scoring.path)),
+    }
+    if summary.judge:
+        metadata.update({f"judge_{key}": value for key, value in summary.judge.items()})
+    return metadata
+
+
+def report(built: Report, archive: RunArchive) -> dict[str, Any]:
+    """`report`: every pass rate with its 95 % interval (so the plots show them over the run
+    partitions), the verdict counts, the criteria, and the comparison with the previous run."""
+    metadata: dict[str, Any] = {}
+    groups = {
+        "overall": built.overall,
+        **built.suites,
+        **{f"split/{name}": figures for name, figures in built.splits.items()},
+    }
+    for name, figures in groups.items():
+        metadata.update(rate(name, figures))
+    totals = dict.fromkeys(STATUSES, 0)
+    for counts in built.criteria.values():
+        for status, count in counts.as_dict().items():
+            totals[status] += count
+    metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
+    metadata["criteria"] = dg.MetadataValue.md(criteria_table(built.criteria))
+    metadata["prompts"] = dg.MetadataValue.json(built.prompts)
+    metadata["archive"] = dg.MetadataValue.path(str(archive.path))
+    previous = built.previous
+    if previous is not None:
+        metadata["previous_run"] = previous.baseline_id
+        metadata["delta/overall"] = rounded(previous.overall.delta)
+        metadata["p_value/overall"] = rounded(previous.overall.p_value)
+        metadata["regressions"] = len(previous.regressions)
+        metadata["improvements"] = len(previous.improvements)
+    return metadata
+
+
+def rate(name: str, figures: GroupFigures) -> dict[str, float]:
+    low, high = figures.ci95 if figures.ci95 is not None else (None, None)
+    return {
+        f"pass_rate/{name}": rounded(figures.pass_rate),
+        f"ci95_low/{name}": rounded(low),
+        f"ci95_high/{name}": rounded(high),
+    }
+
+
+def criteria_table(criteria: Mapping[str, StatusCounts]) -> str:
+    lines = ["| criterion | pass | fail | error | n/a |", "| --- | ---: | ---: | ---: | ---: |"]
+    for kind, counts in criteria.items():
+        lines.append(
+            f"| `{kind}` | {counts.pass_} | {counts.fail} | {counts.error} "
+            f"| {counts.not_applicable} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """The outcome of an asset check, for an in-run result or a reported evaluation."""
+
+    name: str
+    passed: bool
+    description: str
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def result(self) -> dg.AssetCheckResult:
+        """The check's result inside the asset's own step."""
+        return dg.AssetCheckResult(
+            check_name=self.name,
+            passed=self.passed,
+            severity=self.severity,
+            description=self.description,
+            metadata=dict(self.metadata),
+        )
+
+    def evaluation(self, asset_key: dg.AssetKey, partition: str | None) -> dg.AssetCheckEvaluation:
+        """The check's evaluation as reported from outside a Dagster run (by the CLI)."""
+        return dg.AssetCheckEvaluation(
+            asset_key=asset_key,
+            check_name=self.name,
+            passed=self.passed,
+            severity=self.severity,
+            description=self.description,
+            metadata=dict(self.metadata),
+            partition=partition,
+        )
+
+
+def regression(previous: Comparison | None, *, run_id: str | None = None) -> CheckOutcome:
+    """`no_significant_regression` of a report's comparison with the previous run; `run_id`
+    names the run in the metadata (where the evaluation is not the partition's own)."""
+    named = {"run": run_id} if run_id is not None else {}
+    if previous is None:
+        return CheckOutcome(
+            NO_SIGNIFICANT_REGRESSION,
+            passed=True,
+            description="no previous run of this project to compare with",
+            metadata=named,
+        )
+    groups = {"overall": previous.overall, **previous.suites}
+    groups.update({f"split {name}": group for name, group in previous.splits.items()})
+    regressed = [name for name, group in groups.items() if group.verdict == "regressed"]
+    return CheckOutcome(
+        NO_SIGNIFICANT_REGRESSION,
+        passed=not regressed,
+        description=(
+            f"regressed against run {previous.baseline_id}: {', '.join(regressed)}"
+            if regressed
+            else f"no group regressed significantly against run {previous.baseline_id}"
+        ),
+        metadata={
+            **named,
+            "baseline": previous.baseline_id,
+            "regressed_groups": len(regressed),
+            "delta": rounded(previous.overall.delta),
+            "p_value": rounded(previous.overall.p_value),
+            "comparison": dg.MetadataValue.md(comparison_table(groups)),
+        },
+    )
+
+
+def comparison_table(groups: Mapping[str, PairedGroup]) -> str:
+    lines = [
+        "| group | pairs | baseline | now | Δ | 95% CI | p | verdict |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    for name, group in groups.items():
+        p = group.p_holm if group.p_holm is not None else group.p_value
+        ci = "—" if group.ci95 is None else f"{group.ci95[0]:+.3f} to {group.ci95[1]:+.3f}"
+        lines.append(
+            f"| {name} | {group.pairs} | {rounded(group.baseline_pass_rate)} "
+            f"| {rounded(group.pass_rate)} | {rounded(group.delta)} | {ci} | {p:.4f} "
+            f"| {group.verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def prompts_check(current: str, versions: Mapping[str, str | None]) -> CheckOutcome:
+    """`graded_with_current_prompts`: the run partitions whose latest verdicts were graded
+    with prompts other than `current`."""
+    outdated = sorted(run for run, version in versions.items() if version != current)
+    return CheckOutcome(
+        GRADED_WITH_CURRENT_PROMPTS,
+        passed=not outdated,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{len(outdated)} of {len(versions)} runs graded with outdated prompts"
+            if outdated
+            else "every run was graded with the current prompts"
+        ),
+        metadata={
+            "prompts_version": current,
+            "graded_runs": len(versions),
+            "outdated_runs": len(outdated),
+            "outdated": dg.MetadataValue.md("\n".join(f"- `{run}`" for run in outdated) or "none"),
+        },
+    )
