@@ -4,10 +4,13 @@ Starts the bundled reference assistant with a fixed latency, then runs the same 
 (a) through a bare httpx loop that does only the HTTP work of an attempt (open a thread,
 read its stream to the end of the turn, delete it), (b) through the same loop on the
 transport that the harness sends with (httpx over aiohttp, `soev_pipeline.core.transport`),
-the stricter baseline, and (c) through `soev-evals run` on a generated project, in one
-process tree, and prints the wall times, the ratios, the attempt phase against the ideal
-latency × attempts / concurrency, the CPU seconds per attempt of the loops and of the
-harness, and the harness's peak memory.
+the stricter baseline, and (c) through `soev-evals run` on a generated project. Each side
+is a whole process, timed from its start to its exit: the bare loops as
+`python bench/throughput.py --bare ...`, the harness as the `soev-evals` command a user
+types (start-up, attempts, grading, the report printed, the run recorded in Dagster). It
+prints the wall times, the ratios, the attempt phase against the ideal latency × attempts /
+concurrency, the CPU seconds per attempt of the loops and of the harness, and the
+harness's peak memory.
 
     python bench/throughput.py                     # the three scenarios below
     python bench/throughput.py --scenario fast     # one of them
@@ -88,11 +91,15 @@ class Loop:
 
 
 def timed_loop(url: str, attempts: int, concurrency: int, transport: str) -> Loop:
-    """`bare_loop` in this process, with its wall and CPU seconds."""
-    before = os.times()
-    wall = asyncio.run(bare_loop(url, attempts, concurrency, transport))
-    after = os.times()
-    return Loop(wall, (after.user - before.user) + (after.system - before.system))
+    """`bare_loop` in a process of its own (`--bare`), with its whole wall and CPU seconds."""
+    command = [sys.executable, __file__, "--bare", url, str(attempts), str(concurrency), transport]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"the bare loop failed with status {status}")
+    return Loop(wall, usage.ru_utime + usage.ru_stime)
 
 
 async def bare_loop(url: str, attempts: int, concurrency: int, transport: str = "httpx") -> float:
@@ -263,6 +270,10 @@ def scenario(
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--bare"]:  # one side of the comparison, in a process of its own
+        url, attempts, concurrency, transport = sys.argv[2:6]
+        asyncio.run(bare_loop(url, int(attempts), int(concurrency), transport))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--latency-ms", type=float)

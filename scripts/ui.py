@@ -2,7 +2,9 @@
 
 Starts the reference assistant so that runs launched from the UI have a system to talk
 to, points `DAGSTER_HOME` at the instance the CLI uses for the project (so runs started
-with `soev-evals run` show here), and runs `dagster dev -w workspace.yaml`.
+with `soev-evals run` show here), and runs `dagster dev -w workspace.yaml`. With
+`$SOEV_PROJECTS` set, every listed project is a code location of its own: the workspace
+file that lists them is written into the instance folder.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ def main() -> int:
     paths = ProjectPaths.of(project, os.environ.get("SOEV_RUNS_DIR") or None)
     project, home = paths.project_file, ensure_instance(paths.dagster_home)
     dagster = Path(sys.executable).with_name("dagster")
+    workspace = ROOT / "workspace.yaml"
+    listed = listed_projects()
+    if listed:
+        workspace = home / "workspace.yaml"
+        workspace.write_text(workspace_for(listed), encoding="utf-8")
     # The demo project's default address, so that `soev-evals run` from another shell
     # reaches the same assistant without SOEV_DEMO_URL; a free port when it is taken.
     port = DEMO_PORT if port_is_free(DEMO_PORT) else 0
@@ -45,7 +52,7 @@ def main() -> int:
                 f"export SOEV_DEMO_URL={url} DAGSTER_HOME={home}",
                 file=sys.stderr,
             )
-        command = [str(dagster), "dev", "-w", str(ROOT / "workspace.yaml"), *sys.argv[1:]]
+        command = [str(dagster), "dev", "-w", str(workspace), *sys.argv[1:]]
         try:
             return subprocess.call(command, env=env, cwd=ROOT)
         except KeyboardInterrupt:

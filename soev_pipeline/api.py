@@ -155,7 +155,7 @@ async def evaluate_run(
                 language_detector=bindings.language_detector,
                 progress=progress,
             )
-            report = aggregate(archive, scoring.path)
+            report = aggregate(archive, scoring.path, progress)
             await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, attempted, scoring, report)
 
@@ -194,7 +194,7 @@ async def rescore_run(
                 offline=offline,
                 progress=progress,
             )
-            report = aggregate(archive, scoring.path)
+            report = aggregate(archive, scoring.path, progress)
     return Evaluation(loaded, paths, archive, None, scoring, report)
 
 

@@ -23,16 +23,18 @@ def test_the_docs_show_the_dagster_yaml_that_the_postgres_tests_use() -> None:
 
 def test_the_image_serves_the_location_module_with_the_listed_projects() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
-    (module,) = re.findall(r'"--module-name", "([\w.]+)"', dockerfile)
+    (module, attribute) = re.findall(
+        r'"--module-name", "([\w.]+)", "--attribute", "(\w+)"', dockerfile
+    )[0]
     assert importlib.util.find_spec(module) is not None
     assert "dagster-k8s==0.29.27" in dockerfile
     for source in re.findall(r"^COPY (\S+)", dockerfile, flags=re.MULTILINE):
         assert (REPO / source).exists(), source
     (listed,) = read_projects(DEPLOY / "projects.yaml")
-    assert listed.name == "demo"
+    assert listed.name == attribute == "demo"  # a location serves the project it names
     values = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text(encoding="utf-8"))
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", module]
+    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", module, "--attribute", attribute]
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     queue = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     assert queue["tagConcurrencyLimits"][0]["key"] == "soev/system"

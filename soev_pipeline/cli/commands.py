@@ -28,9 +28,16 @@ from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 
 from .errors import EXIT_GATE, EXIT_OK, interrupted
-from .progress import TerminalProgress
+from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status
+
+AFTER_THE_RUN = (
+    "soev_pipeline.orchestration.record",
+    "dagster._core.storage.sqlite_storage",  # what opening a local instance imports
+    "pandas",
+)
+"""What `run` imports while its attempts run: to record the run, and to print its report."""
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -50,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = TerminalProgress(sys.stderr)
+    progress = Preloading(sys.stderr, AFTER_THE_RUN)
     progress.phase(f"run {run_id}")
     try:
         evaluation = api.run_sync(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
-from soev_pipeline.run.progress import Progress
+from soev_pipeline.run.progress import Progress, Step
 
 
 class TerminalProgress(Progress):
@@ -60,3 +63,35 @@ class TerminalProgress(Progress):
 
     def close(self) -> None:
         self._end_line()
+
+
+class Preloading(TerminalProgress):
+    """The terminal display, which also imports `modules` while the attempts run.
+
+    What a command needs after its run (Dagster, to record it; pandas, to print its
+    tables) takes a second or two to import: on a thread of its own, the import overlaps
+    the attempts, which mostly wait on the system under test (`bench/throughput.py` has
+    the figures). The import is waited for when grading starts, before grading may fork
+    its workers: a fork in the middle of an import could leave a worker with a module
+    half made.
+    """
+
+    def __init__(self, stream: TextIO, modules: Sequence[str]) -> None:
+        super().__init__(stream)
+        self._thread = threading.Thread(
+            target=_import_quietly, args=(tuple(modules),), name="soev-preload", daemon=True
+        )
+
+    def started(self, step: Step) -> None:
+        if step == "attempt" and self._thread.ident is None:
+            self._thread.start()
+        elif step == "grade" and self._thread.ident is not None:
+            self._thread.join()
+
+
+def _import_quietly(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # imported again where it is needed, and failing there
+            return

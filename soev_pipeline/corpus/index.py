@@ -197,11 +197,6 @@ class QuoteIndex:
         del pairs
         return cls(list(units), np.ascontiguousarray(keys), starts, postings, hash_mask)
 
-    def arrays(self) -> tuple[IntArray, IntArray, npt.NDArray[np.int32], int]:
-        """`keys`, `starts`, `postings` and the hash mask: with the same units, in a process
-        with the same string hashes (a fork), they make the same index again."""
-        return self._keys, self._starts, self._postings, self._hash_mask
-
     @property
     def nbytes(self) -> int:
         """The memory of the index arrays, in bytes (the unit texts are shared with the lookup)."""

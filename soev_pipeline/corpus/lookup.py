@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import multiprocessing
-import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,22 +61,7 @@ class CorpusLookup:
         with self._lock:
             if name not in self._cache:
                 self._cache[name] = build()
-            index = self._cache[name]
-        if isinstance(index, Future):  # being built elsewhere (`warm_beside`): wait for it
-            try:
-                built = index.result()
-            except Exception:  # the other build failed: build it here, and raise here
-                built = None
-            with self._lock:
-                current = self._cache.get(name)
-                if current is index:
-                    self._cache[name] = built if built is not None else build()
-                    index = self._cache[name]
-                elif current is not None and not isinstance(current, Future):
-                    index = current  # another getter installed it
-                else:  # the indexes were dropped meanwhile: not the cache's to keep
-                    index = built if built is not None else build()
-        return index  # type: ignore[no-any-return]
+            return self._cache[name]  # type: ignore[no-any-return]
 
     def quote_index(self) -> QuoteIndex:
         """The index that finds the unit holding a quote (`citations.quotes_verbatim`)."""
@@ -105,62 +85,10 @@ class CorpusLookup:
         self.quote_index()
         self.mention_index()
 
-    def warm_beside(self) -> None:
-        """Start building every index while the caller goes on; their getters wait for them.
-
-        The quote index, the larger, is built in a forked process, so on another core than
-        the caller's (its term hashes are this process's, which a fork keeps); the mention
-        index in a thread. Where a fork is not safe (another thread runs, or the platform
-        has none) both are built in a thread. A build that fails is done again, and its
-        error raised, by the first getter that needs the index.
-        """
-        with self._lock:
-            if "quotes" in self._cache or "mentions" in self._cache:
-                return
-        forks = "fork" in multiprocessing.get_all_start_methods()
-        if not forks or threading.active_count() > 1:
-            threading.Thread(target=_quietly, args=(self.warm,), daemon=True).start()
-            return
-        units = list(self.units.values())
-        context = multiprocessing.get_context("fork")
-        receive, send = context.Pipe(duplex=False)
-        builder = context.Process(target=_send_quote_index, args=(units, send), daemon=True)
-        builder.start()
-        send.close()
-        pending: Future[QuoteIndex] = Future()
-        with self._lock:
-            self._cache["quotes"] = pending
-
-        def take() -> None:
-            try:
-                keys, starts, postings, mask = receive.recv()
-                pending.set_result(QuoteIndex(units, keys, starts, postings, mask))
-            except BaseException as exc:  # EOFError: the builder died; its getter builds
-                pending.set_exception(exc)
-            finally:
-                receive.close()
-                builder.join(timeout=5)
-
-        threading.Thread(target=take, name="quote-index", daemon=True).start()
-        threading.Thread(target=_quietly, args=(self.mention_index,), daemon=True).start()
-
     def drop_indexes(self) -> None:
         """Let go of the indexes (tens of MB for a large corpus); the next use builds them anew."""
         with self._lock:
             self._cache.clear()
-
-
-def _quietly(work: Callable[[], object]) -> None:
-    with contextlib.suppress(Exception):  # the getter that needs it builds it and raises
-        work()
-
-
-def _send_quote_index(units: list[CorpusUnit], send: Connection) -> None:
-    """In the forked builder: build the quote index and send its arrays to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    index = QuoteIndex.build(units)
-    send.send(index.arrays())
-    send.close()
 
 
 _FIELDS = {"id", "text", "law", "aliases", "article"}

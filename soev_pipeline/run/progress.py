@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+Step = Literal["attempt", "grade", "aggregate"]
+
 
 class Progress:
-    """Where a step reports progress. This one reports nowhere.
+    """Where the steps of a run report progress. This one reports nowhere.
 
-    The Dagster steps get it as the `progress` resource: the UI's runs the silent default,
-    the CLI a display on the terminal.
+    The CLI shows it on the terminal, a Dagster step in its run's log.
     """
+
+    def started(self, step: Step) -> None:
+        """A step of the run starts (before its `phase`)."""
 
     def phase(self, text: str) -> None:
         """A step starts a phase of work."""

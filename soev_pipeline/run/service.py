@@ -162,6 +162,7 @@ async def attempt(
     if bindings.arm is None:
         raise ProjectError("the runtime provider gave no arm for the run command")
     with archive.locked("resume" if resume else "run"):
+        progress.started("attempt")
         prepared = prepare_run(
             loaded, runs_dir, run_id, selection, resume=resume, runtime=runtime or BUILTIN
         )
@@ -216,6 +217,7 @@ async def grade(
             judge=judge,
             language_detector=language_detector or LazyLangidDetector(),
         )
+        progress.started("grade")
         progress.phase("grading")
         if ctx.corpus is not None:
             # built once before grading: forked grading workers then share them
@@ -244,7 +246,7 @@ async def grade(
     return Scoring(scoring_dir, summary)
 
 
-def aggregate(archive: RunArchive, scoring: Path) -> Report:
+def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = None) -> Report:
     """The aggregate step: the report of a scoring, with the comparison to the previous run,
     written beside its verdicts. The returned report holds the dev cases too.
 
@@ -253,6 +255,7 @@ def aggregate(archive: RunArchive, scoring: Path) -> Report:
         RunLockedError: another command works on the run.
     """
     with archive.locked("rescore"):
+        (progress or Progress()).started("aggregate")
         manifest = archive.manifest()
         summary = GradingSummary.model_validate_json((scoring / SCORING).read_bytes())
         previous = previous_rates(archive.runs_dir, manifest)

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import threading
-from concurrent.futures import Future
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.corpus import CorpusLookup, CorpusUnit, load_corpus
-from soev_pipeline.corpus import lookup as lookup_module
 from soev_pipeline.corpus.index import QuoteIndex
 from soev_pipeline.corpus.mentions import MentionIndex
 
@@ -151,43 +146,3 @@ def _corpus() -> CorpusLookup:
         CorpusUnit(f"X/artikel-{n}", " ".join(words[n % 5 :] + words[: n % 5]), law="Wet A")
         for n in range(40)
     )
-
-
-def _same_index(a: QuoteIndex, b: QuoteIndex) -> bool:
-    return all(np.array_equal(x, y) for x, y in zip(a.arrays()[:3], b.arrays()[:3], strict=True))
-
-
-def test_warm_beside_builds_in_a_fork_the_index_built_here() -> None:
-    corpus = _corpus()
-    corpus.warm_beside()
-    assert isinstance(corpus._cache["quotes"], Future)  # a forked builder is on it
-    built = corpus.quote_index()
-    assert isinstance(built, QuoteIndex) and corpus.quote_index() is built
-    here = QuoteIndex.build(list(corpus.units.values()))
-    assert _same_index(built, here) and built.arrays()[3] == here.arrays()[3]
-    assert built.find("zes weken na de") == "X/artikel-0"
-    assert corpus.mention_index().find_mentions("artikel 3 Wet A")
-
-
-def test_warm_beside_builds_in_a_thread_when_another_thread_runs() -> None:
-    corpus = _corpus()
-    hold = threading.Event()
-    other = threading.Thread(target=hold.wait)
-    other.start()
-    try:
-        corpus.warm_beside()
-    finally:
-        hold.set()
-        other.join()
-    assert _same_index(corpus.quote_index(), QuoteIndex.build(list(corpus.units.values())))
-
-
-def test_a_builder_that_dies_leaves_the_index_to_its_getter(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(lookup_module, "_send_quote_index", lambda units, send: os._exit(3))
-    corpus = _corpus()
-    corpus.warm_beside()
-    built = corpus.quote_index()  # the fork sent nothing: built here
-    assert isinstance(built, QuoteIndex)
-    assert built.find("zes weken na de") == "X/artikel-0"

@@ -1,0 +1,100 @@
+"""`soev_pipeline.evaluate()` and `rescore()`: the Python entry points the CLI calls, as a
+notebook would use them (docs/python-api.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import soev_pipeline
+from soev_pipeline import evaluate, rescore
+from soev_pipeline.core.errors import ArmError, ProjectError
+from soev_pipeline.run import RunArchive
+from soev_pipeline.run.progress import Progress, Step
+from tests.conftest import write_project
+from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply
+
+pytestmark = pytest.mark.e2e
+
+
+class Steps(Progress):
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+
+    def started(self, step: Step) -> None:
+        self.steps.append(step)
+
+
+def test_evaluate_then_rescore_return_the_reports_of_the_archive(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    steps = Steps()
+    report = evaluate(project_path, k=2, suites=["kern"], run_id="py1", progress=steps)
+    assert steps.steps == ["attempt", "grade", "aggregate"]
+    assert report.run_id == "py1" and report.k == 2 and list(report.suites) == ["kern"]
+    assert report.cases and all(len(case.attempts) == 2 for case in report.cases)
+    archive = RunArchive(project_path.parent / "runs", "py1")
+    assert len(list(archive.iter_evidence())) == 2 * report.overall.cases
+    asked = len(system.requests)
+    again = rescore(soev_pipeline.load(project_path), "py1", offline=True)
+    assert len(system.requests) == asked  # a rescore asks the assistant nothing
+    assert again.scoring.scoring == "0002"
+    assert again.model_dump(exclude={"scoring"}) == report.model_dump(exclude={"scoring"})
+
+
+def test_in_a_running_event_loop_evaluate_runs_on_a_thread(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    async def notebook_cell() -> float | None:
+        return evaluate(project_path, split="dev", run_id="py2").overall.pass_rate
+
+    assert asyncio.run(notebook_cell()) is not None
+
+
+def test_bad_input_raises_the_errors_the_cli_prints(project_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(ProjectError, match="no suite 'geen'"):
+        evaluate(project_path, suites=["geen"])
+    with pytest.raises(ProjectError, match="k must be between 1 and 1000"):
+        evaluate(project_path, k=0)
+    unreachable = write_project(tmp_path / "weg", NOWHERE)
+    with pytest.raises(ArmError, match="cannot reach"):
+        evaluate(unreachable, run_id="weg")
+    assert not (unreachable.parent / "runs" / "weg").exists()  # refused before archiving
+
+
+def test_a_cancelled_evaluation_keeps_its_attempts_and_resumes(tmp_path: Path) -> None:
+    answered: list[str] = []
+
+    def slow_after_two(text: str, history: list[str]) -> Reply:
+        if not history:  # the first turn of an attempt
+            answered.append(text)
+        if len(answered) > 2:
+            import time
+
+            time.sleep(0.2)
+        return Reply("De bezwaartermijn is zes weken (artikel 6:7 Awb).")
+
+    with FakeThreadAPI(slow_after_two) as system:
+        project = write_project(tmp_path / "p", system.url, system={"concurrency": 1})
+
+        async def cancel_after_two() -> None:
+            task = asyncio.create_task(soev_pipeline.evaluate_run(project, run_id="c1"))
+            evidence = project.parent / "runs" / "c1" / "evidence.jsonl"
+            while not (evidence.exists() and evidence.read_text().count("\n") >= 2):
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(cancel_after_two())
+        archive = RunArchive(project.parent / "runs", "c1")
+        done = archive.completed()
+        assert len(done) >= 2 and not archive.scorings()
+        asked_before = len(answered)
+        report = evaluate(project, run_id="c1", resume=True)
+    lines = list(archive.iter_evidence())
+    assert len(lines) == len({(e.case_id, e.attempt) for e in lines}) == report.overall.attempts
+    # the resume asked only for what was missing (the one cancelled in flight included)
+    assert len(answered) - asked_before == report.overall.attempts - len(done)
