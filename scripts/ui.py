@@ -19,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference import port_is_free, reference_assistant
 
 from soev_pipeline.orchestration.instance import ensure_instance
+from soev_pipeline.orchestration.location.definitions import workspace_for
 from soev_pipeline.project import ProjectPaths
+from soev_pipeline.project.listing import listed_projects
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PORT = 8765
