@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference import port_is_free, reference_assistant
 
 from soev_pipeline.orchestration.instance import ensure_instance
-from soev_pipeline.orchestration.location.definitions import workspace_for
+from soev_pipeline.orchestration.location import workspace_for
 from soev_pipeline.project import ProjectPaths
 from soev_pipeline.project.listing import listed_projects
 

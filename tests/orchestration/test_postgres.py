@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from soev_pipeline.orchestration.location.definitions import workspace_for
+from soev_pipeline.orchestration.location import workspace_for
 from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.cli import invoke

@@ -14,6 +14,7 @@ import yaml
 
 from soev_pipeline.cli.main import main
 from soev_pipeline.orchestration.location import definitions as location
+from soev_pipeline.orchestration.location import workspace_for
 from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.thread_api import FakeThreadAPI
@@ -83,7 +84,7 @@ def test_the_location_module_serves_listed_projects_by_name_only(
         module.defs  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'grond'"):
         module.grond  # noqa: B018
-    workspace = yaml.safe_load(location.workspace_for(read_projects(listing)))
+    workspace = yaml.safe_load(workspace_for(read_projects(listing)))
     assert workspace == {
         "load_from": [
             {

@@ -8,7 +8,7 @@ the top-level definitions.py load it.
 Several projects in one Dagster instance: list them in the file `$SOEV_PROJECTS` names and
 serve each as a code location of its own, by its name as the attribute of this module
 (workspace.yaml: `python_module: {module_name: soev_pipeline.orchestration.location.definitions,
-attribute: huurwijzer, location_name: huurwijzer}`; `workspace_for` writes such a file).
+attribute: huurwijzer, location_name: huurwijzer}`; `location.workspace_for` writes one).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import dagster as dg
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.orchestration.definitions import definitions_for
 from soev_pipeline.orchestration.keys import ProjectKeys
-from soev_pipeline.project.listing import ListedProject, listed_projects
+from soev_pipeline.project.listing import listed_projects
 
 DEMO_PROJECT = Path(__file__).resolve().parents[3] / "examples" / "demo" / "project.yaml"
 MODULE = __name__
@@ -36,19 +36,6 @@ def listed(name: str) -> dg.Definitions:
         if item.name == name:
             return definitions_for(item.project_file, item.runs_dir, keys=ProjectKeys(item.name))
     raise ProjectError(f"$SOEV_PROJECTS: no project named {name!r} is listed")
-
-
-def workspace_for(projects: list[ListedProject]) -> str:
-    """A workspace.yaml that serves each listed project as a code location of its own."""
-    lines = ["load_from:"]
-    for item in projects:
-        lines += [
-            "  - python_module:",
-            f"      module_name: {MODULE}",
-            f"      attribute: {item.name}",
-            f"      location_name: {item.name}",
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def __getattr__(name: str) -> Any:
