@@ -28,12 +28,13 @@ from . import metadata
 from .config import EvaluateConfig, GradeConfig, ReportConfig
 from .keys import ProjectKeys
 from .resources import ProjectResource, RuntimeResource
+from .steps import one_line_errors
 
 RESCORE_JOB = "rescore"
 
 
 def load(context: dg.AssetExecutionContext, project: ProjectResource) -> dg.MaterializeResult[None]:
-    """Validate one suite and record the digests of its cases (its data version)."""
+    """Record one suite: its counts, digest and files (its data version is the digest)."""
     suite = project.loaded.suite(context.partition_key)
     return dg.MaterializeResult(
         metadata=metadata.suite(project.loaded, suite),
@@ -74,20 +75,21 @@ def attempt_cases(
     archived already, unless the config says otherwise)."""
     loaded, paths, session = project.loaded, project.paths, runtime.session
     name = config.runtime or loaded.project.runtime
-    bindings = session.run(session.bindings(loaded, name, _operation(context), paths.state))
     selection = RunSelection(tuple(config.suites), config.split.split, config.k)
-    attempted = session.run(
-        attempt(
-            loaded,
-            paths.runs,
-            context.partition_key,
-            selection,
-            bindings,
-            resume=config.resume,
-            runtime=name,
-            progress=_LogProgress(context),
+    with one_line_errors(paths.project_file):
+        bindings = session.run(session.bindings(loaded, name, _operation(context), paths.state))
+        attempted = session.run(
+            attempt(
+                loaded,
+                paths.runs,
+                context.partition_key,
+                selection,
+                bindings,
+                resume=config.resume,
+                runtime=name,
+                progress=_LogProgress(context),
+            )
         )
-    )
     return dg.MaterializeResult(metadata=metadata.evidence(attempted))
 
 
@@ -115,7 +117,8 @@ def grade_evidence(
             progress=_LogProgress(context),
         )
 
-    scoring = session.run(graded())
+    with one_line_errors(paths.project_file):
+        scoring = session.run(graded())
     return dg.MaterializeResult(metadata=metadata.verdicts(scoring, loaded.prompts_version))
 
 
@@ -130,15 +133,16 @@ def aggregate_verdicts(
     previous run."""
     loaded, paths, session = project.loaded, project.paths, runtime.session
     archive = RunArchive(paths.runs, context.partition_key)
-    report = aggregate(archive, latest_scoring(archive))
-    if _attempted_in_this_run(context):
-        name = config.runtime or loaded.project.runtime
+    name = config.runtime or loaded.project.runtime
 
-        async def published() -> None:
-            bindings = await session.bindings(loaded, name, "run", paths.state)
-            await publish(bindings, archive, report)
+    async def published() -> None:
+        bindings = await session.bindings(loaded, name, "run", paths.state)
+        await publish(bindings, archive, report)
 
-        session.run(published())
+    with one_line_errors(paths.project_file):
+        report = aggregate(archive, latest_scoring(archive))
+        if _attempted_in_this_run(context):
+            session.run(published())
     yield dg.MaterializeResult(metadata=metadata.report(report, archive))
     yield metadata.regression(report.previous).result()
 

@@ -9,9 +9,9 @@ import dagster as dg
 
 from .assets import build_assets
 from .checks import CHECK_PROMPTS_JOB, build_prompts_check, build_prompts_watch
-from .jobs import EVALUATE, build_jobs, build_nightly_schedule
+from .jobs import SYSTEM_TAG, build_jobs, build_nightly_schedule
 from .keys import ProjectKeys
-from .requests import build_request_sensor, new_evaluation
+from .requests import build_new_evaluation_job
 from .resources import ProjectResource, RuntimeResource, SoevProject, load_project
 
 
@@ -24,16 +24,15 @@ def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) 
     """
     loaded, keys = project.loaded, project.keys
     version = loaded.prompts_version
-    jobs = {job.name: job for job in build_jobs(keys, system=_system(project))}
+    system = _system(project)
+    jobs = {job.name: job for job in build_jobs(keys, system=system)}
+    new_evaluation = build_new_evaluation_job({SYSTEM_TAG: system} if system else None)
     return dg.Definitions(
         assets=build_assets(keys, [suite.name for suite in loaded.suites], version),
         asset_checks=[build_prompts_check(keys, version)],
         jobs=[*jobs.values(), new_evaluation],
         schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],
-        sensors=[
-            build_request_sensor(new_evaluation, jobs[EVALUATE]),
-            build_prompts_watch(keys, loaded, jobs[CHECK_PROMPTS_JOB]),
-        ],
+        sensors=[build_prompts_watch(keys, loaded, jobs[CHECK_PROMPTS_JOB])],
         resources={"project": ProjectResource.of(project), "runtime": RuntimeResource()},
     )
 

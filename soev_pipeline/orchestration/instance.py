@@ -30,7 +30,7 @@ run_monitoring:
 run_coordinator:
   module: dagster.core.run_coordinator
   class: DefaultRunCoordinator
-# `start_requested_evaluations` answers a `new_evaluation` within a second or two.
+# The prompts watch runs on threads, beside the schedule.
 sensors:
   use_threads: true
   num_workers: 2

@@ -7,6 +7,7 @@ import dagster as dg
 
 from .checks import CHECK_PROMPTS_JOB
 from .keys import ProjectKeys
+from .requests import EVALUATE_OP
 
 EVALUATE = "evaluate"
 RESCORE = "rescore"
@@ -96,7 +97,7 @@ def build_nightly_schedule(
         run_id = nightly_run_id(context.scheduled_execution_time)
         return dg.RunRequest(
             run_key=run_id,
-            run_config={"ops": {"request_evaluation": {"config": {"run_id": run_id}}}},
+            run_config={"ops": {EVALUATE_OP: {"config": {"run_id": run_id}}}},
         )
 
     return nightly

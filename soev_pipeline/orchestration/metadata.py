@@ -33,6 +33,11 @@ def rounded(value: float | None) -> float:
     return float("nan") if value is None else round(value, 4)
 
 
+def significant(value: float | None) -> float:
+    """A p-value for the UI: 3 significant digits, so a small one does not show as 0."""
+    return float("nan") if value is None else float(f"{value:.3g}")
+
+
 def suite(loaded: LoadedProject, suite: Suite) -> dict[str, Any]:
     """The `suites` partition of one suite: its counts, digest, files and dev case ids."""
     dev = [case for case in suite.cases if case.split == "dev"]
@@ -114,18 +119,21 @@ def report(built: Report, archive: RunArchive) -> dict[str, Any]:
     if previous is not None:
         metadata["previous_run"] = previous.baseline_id
         metadata["delta/overall"] = rounded(previous.overall.delta)
-        metadata["p_value/overall"] = rounded(previous.overall.p_value)
+        metadata["p_value/overall"] = significant(previous.overall.p_value)
         metadata["regressions"] = len(previous.regressions)
         metadata["improvements"] = len(previous.improvements)
     return metadata
 
 
 def rate(name: str, figures: GroupFigures) -> dict[str, float]:
+    """A group's pass rate and the bounds of its 95 % interval. Dagster draws a chart per
+    key, in the order of the keys: `pass_rate/` sorts before `pass_rate_ci95_…/`, so the
+    rates come first and their bounds after them."""
     low, high = figures.ci95 if figures.ci95 is not None else (None, None)
     return {
         f"pass_rate/{name}": rounded(figures.pass_rate),
-        f"ci95_low/{name}": rounded(low),
-        f"ci95_high/{name}": rounded(high),
+        f"pass_rate_ci95_low/{name}": rounded(low),
+        f"pass_rate_ci95_high/{name}": rounded(high),
     }
 
 
@@ -199,7 +207,7 @@ def regression(previous: Comparison | None, *, run_id: str | None = None) -> Che
             "baseline": previous.baseline_id,
             "regressed_groups": len(regressed),
             "delta": rounded(previous.overall.delta),
-            "p_value": rounded(previous.overall.p_value),
+            "p_value": significant(previous.overall.p_value),
             "comparison": dg.MetadataValue.md(comparison_table(groups)),
         },
     )
@@ -215,7 +223,7 @@ def comparison_table(groups: Mapping[str, PairedGroup]) -> str:
         ci = "—" if group.ci95 is None else f"{group.ci95[0]:+.3f} to {group.ci95[1]:+.3f}"
         lines.append(
             f"| {name} | {group.pairs} | {rounded(group.baseline_pass_rate)} "
-            f"| {rounded(group.pass_rate)} | {rounded(group.delta)} | {ci} | {p:.4f} "
+            f"| {rounded(group.pass_rate)} | {rounded(group.delta)} | {ci} | {p:.3g} "
             f"| {group.verdict} |"
         )
     return "\n".join(lines)

@@ -1,28 +1,33 @@
 """Starting a new evaluation from the UI or the schedule, without typing a partition key.
 
-Dagster's launchpad only offers run partitions that exist. So a new evaluation is asked
-for with the unpartitioned job `new_evaluation`: its one op checks the selection, makes
-the run id (a sortable UTC timestamp unless given) and adds it as a `runs` partition; when
-it succeeds, the sensor `start_requested_evaluations` launches `evaluate` on that partition
-with the same selection. The nightly schedule asks for its run the same way, so that
-previewing a tick in the UI changes nothing.
+Dagster's launchpad only offers run partitions that exist, so a new evaluation is the
+unpartitioned job `new_evaluation`. Its one op makes the run id (a sortable UTC timestamp
+unless given), adds it as a run partition and runs the evaluation itself, with the steps
+that `soev-evals run` runs (`soev_pipeline.api`), in the same process and at once; it then
+logs the materializations of `evidence`, `verdicts` and `report` of that partition, and
+the checks, in its own run (`record.evaluation_events`). The nightly schedule launches the
+same job. `evaluate` on an existing partition (to resume it, re-execute it, or backfill)
+stays the asset job.
 """
 
-from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from soev_pipeline.api import evaluate_run
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run.archive import check_run_id, new_run_id
+from soev_pipeline.run.progress import Progress
 from soev_pipeline.run.service import RunSelection
 
 from .config import SplitChoice
-from .resources import ProjectResource
+from .record import evaluation_events
+from .resources import ProjectResource, RuntimeResource
+from .steps import one_line_errors
 
 NEW_EVALUATION = "new_evaluation"
-REQUEST_OP = "request_evaluation"
+EVALUATE_OP = "evaluate_new_run"
 REQUESTED_RUN = "soev/requested_run"
 
 
@@ -45,79 +50,71 @@ class NewEvaluationConfig(dg.Config):
     )
 
 
-@dg.op(name=REQUEST_OP, description="Check the selection and add the new run's partition.")
-def request_evaluation(
-    context: dg.OpExecutionContext, config: NewEvaluationConfig, project: ProjectResource
-) -> None:
-    """Check the selection, make the run id and add it as a run partition; the run's tag
-    `soev/requested_run` names it for the sensor that starts `evaluate`."""
-    run_id = check_run_id(config.run_id or new_run_id())
-    RunSelection(tuple(config.suites), config.split.split, config.k).check(project.loaded)
-    runs = project.paths.runs
-    if (runs / run_id / "manifest.json").exists():
-        raise ProjectError(f"{runs}: run {run_id!r} already exists")
-    project.asset_keys.add_run(context.instance, run_id)
-    context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
-    context.log.info(f"requested evaluation run {run_id}")
+class _LogProgress(Progress):
+    def __init__(self, context: dg.OpExecutionContext) -> None:
+        self._log = context.log
+
+    def phase(self, text: str) -> None:
+        self._log.info(text)
 
 
-@dg.job(
-    name=NEW_EVALUATION,
-    description="Start a new evaluation run: pick the suites, split and k, and launch. "
-    "The run partition is made for you, and `evaluate` starts on it.",
-    executor_def=dg.in_process_executor,
+@dg.op(
+    name=EVALUATE_OP,
+    description="Make the run's id and partition, attempt, grade and aggregate it, and record "
+    "its assets.",
 )
-def new_evaluation() -> None:
-    request_evaluation()
-
-
-def evaluate_run_config(request: dg.DagsterRun) -> dict[str, Any]:
-    """The run config of `evaluate` for a `new_evaluation` run's selection."""
-    config: dict[str, Any] = dict(request.run_config or {})
-    ops = config.get("ops", {})
-    asked = ops.get(REQUEST_OP, {}).get("config", {})
-    runtime = asked.get("runtime")
-    attempt = {
-        "suites": list(asked.get("suites", [])),
-        "split": asked.get("split", SplitChoice.both.value),
-        "k": asked.get("k", 1),
-        "runtime": runtime,
-        "resume": None,
-    }
-    return {
-        "ops": {
-            "attempt": {"config": attempt},
-            "grade": {"config": {"offline": False, "runtime": runtime}},
-            "aggregate": {"config": {"runtime": runtime}},
-        }
-    }
-
-
-def build_request_sensor(
-    new_evaluation: dg.JobDefinition,
-    evaluate: "dg.UnresolvedAssetJobDefinition",
-) -> dg.RunStatusSensorDefinition:
-    """Launch `evaluate` on the partition that each successful `new_evaluation` added."""
-
-    @dg.run_status_sensor(
-        name="start_requested_evaluations",
-        run_status=dg.DagsterRunStatus.SUCCESS,
-        monitored_jobs=[new_evaluation],
-        request_job=evaluate,
-        minimum_interval_seconds=1,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Starts `evaluate` on the run partition a `new_evaluation` run added.",
-    )
-    def start_requested_evaluations(context: dg.RunStatusSensorContext) -> Iterator[dg.RunRequest]:
-        request = context.dagster_run
-        run_id = request.tags.get(REQUESTED_RUN)
-        if run_id is None:
-            return
-        yield dg.RunRequest(
-            run_key=run_id,
-            partition_key=run_id,
-            run_config=evaluate_run_config(request),
-            tags={"soev/launched_by": request.tags.get("dagster/schedule_name", "ui")},
+def evaluate_new_run(
+    context: dg.OpExecutionContext,
+    config: NewEvaluationConfig,
+    project: ProjectResource,
+    runtime: RuntimeResource,
+) -> None:
+    """Check the selection, add the run partition (named in the tag `soev/requested_run`),
+    run the evaluation and log what it made."""
+    with one_line_errors(project.project_file):
+        loaded, paths, keys = project.loaded, project.paths, project.asset_keys
+        run_id = check_run_id(config.run_id or new_run_id())
+        selection = RunSelection(tuple(config.suites), config.split.split, config.k)
+        selection.check(loaded)
+        if (paths.runs / run_id / "manifest.json").exists():
+            raise ProjectError(f"{paths.runs}: run {run_id!r} already exists")
+        keys.add_run(context.instance, run_id)
+        context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
+        context.log.info(f"evaluation run {run_id}")
+        evaluation = runtime.session.run(
+            evaluate_run(
+                loaded,
+                k=config.k,
+                suites=config.suites,
+                split=config.split.split,
+                run_id=run_id,
+                runtime=config.runtime,
+                runs_dir=paths.runs,
+                progress=_LogProgress(context),
+            )
         )
+        for event in evaluation_events(
+            evaluation, context.instance, keys, launched_by=_launched_by(context), in_run=True
+        ):
+            context.log_event(event)  # type: ignore[arg-type]  # checks too, since 1.7
 
-    return start_requested_evaluations
+
+def _launched_by(context: dg.OpExecutionContext) -> str:
+    return context.run.tags.get("dagster/schedule_name", "ui")
+
+
+def build_new_evaluation_job(tags: dict[str, Any] | None = None) -> dg.JobDefinition:
+    """The job that starts a new evaluation run (see the module's docstring); `tags` go on
+    every run of it (the system's `soev/system`, for the queue's limit per assistant)."""
+
+    @dg.job(
+        name=NEW_EVALUATION,
+        description="Start a new evaluation run: pick the suites, split and k, and launch. "
+        "The run partition is made for you, and the run's assets are recorded.",
+        executor_def=dg.in_process_executor,
+        tags=tags,
+    )
+    def new_evaluation() -> None:
+        evaluate_new_run()
+
+    return new_evaluation

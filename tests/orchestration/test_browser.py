@@ -78,17 +78,17 @@ def test_a_person_starts_an_evaluation_and_reads_its_report(tmp_path: Path, page
 
             runs = ui.wait_for(
                 lambda runs: any(
-                    r["jobName"] == "evaluate" and r["status"] in ("SUCCESS", "FAILURE")
+                    r["jobName"] == "new_evaluation" and r["status"] in ("SUCCESS", "FAILURE")
                     for r in runs
                 ),
                 timeout=180,
             )
-            (evaluation,) = [r for r in runs if r["jobName"] == "evaluate"]
-            assert evaluation["status"] == "SUCCESS"
+            (evaluation,) = [r for r in runs if r["jobName"] == "new_evaluation"]
+            assert evaluation["status"] == "SUCCESS"  # one run: it evaluated, no second one
             assert len(system.texts) > 0
 
             page.goto(f"{ui.url}/assets/report?view=overview")
             page.get_by_text("pass_rate/overall", exact=True).first.wait_for()
-            page.get_by_text("ci95_high/overall", exact=True).first.wait_for()
+            page.get_by_text("pass_rate_ci95_high/overall", exact=True).first.wait_for()
             page.get_by_text("Checks", exact=True).first.click()
             page.get_by_text("no_significant_regression").first.wait_for()

@@ -49,8 +49,8 @@ def test_figures_are_rounded_for_display_and_missing_ones_are_gaps() -> None:
     shown = metadata.rate("overall", figures)
     assert shown == {
         "pass_rate/overall": 0.7778,
-        "ci95_low/overall": 0.4532,
-        "ci95_high/overall": 0.9367,
+        "pass_rate_ci95_low/overall": 0.4532,
+        "pass_rate_ci95_high/overall": 0.9367,
     }
 
 

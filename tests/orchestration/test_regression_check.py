@@ -69,6 +69,6 @@ def test_the_check_fails_on_a_regression_and_passes_on_an_unchanged_rerun(tmp_pa
         materialization = instance.fetch_materializations(dg.AssetKey("report"), limit=1)
         metadata = materialization.records[0].asset_materialization.metadata
         assert metadata["pass_rate/overall"].value == 0.0
-        assert metadata["ci95_low/overall"].value == 0.0
-        assert 0 < metadata["ci95_high/overall"].value < 0.5
+        assert metadata["pass_rate_ci95_low/overall"].value == 0.0
+        assert 0 < metadata["pass_rate_ci95_high/overall"].value < 0.5
         assert metadata["delta/overall"].value == 0.0 and metadata["p_value/overall"].value == 1.0

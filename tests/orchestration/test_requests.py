@@ -1,5 +1,5 @@
 """A new evaluation from the UI or the schedule: no partition key to type, no side effect
-on a preview, and `evaluate` started on the partition that the request added."""
+on a preview; the run evaluates and records its assets itself."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from soev_pipeline.orchestration import definitions_for
-from soev_pipeline.orchestration.requests import REQUESTED_RUN
+from soev_pipeline.orchestration.requests import EVALUATE_OP, REQUESTED_RUN
 from soev_pipeline.run import RunArchive
 from tests.orchestration.test_definitions import add_rubric
 from tests.support.thread_api import FakeThreadAPI
@@ -19,7 +19,7 @@ from tests.support.thread_api import FakeThreadAPI
 def _request(defs: dg.Definitions, instance: dg.DagsterInstance, **config: object):  # type: ignore[no-untyped-def]
     return defs.resolve_job_def("new_evaluation").execute_in_process(
         instance=instance,
-        run_config={"ops": {"request_evaluation": {"config": config}}},
+        run_config={"ops": {EVALUATE_OP: {"config": config}}},
         raise_on_error=False,
     )
 
@@ -30,24 +30,9 @@ def _requested(instance: dg.DagsterInstance, result: dg.ExecuteInProcessResult) 
     return run.tags[REQUESTED_RUN]
 
 
-def _sensor_requests(defs: dg.Definitions, instance: dg.DagsterInstance, run_id: str) -> list:  # type: ignore[type-arg]
-    run = instance.get_run_by_id(run_id)
-    assert run is not None
-    success = next(
-        entry.dagster_event
-        for entry in instance.all_logs(run_id)
-        if entry.dagster_event is not None
-        and entry.dagster_event.event_type_value == "PIPELINE_SUCCESS"
-    )
-    sensor = defs.resolve_sensor_def("start_requested_evaluations")
-    context = dg.build_run_status_sensor_context(
-        sensor_name=sensor.name, dagster_instance=instance, dagster_run=run, dagster_event=success
-    )
-    return list(sensor(context) or [])  # type: ignore[arg-type,operator]
-
-
-def test_a_request_adds_its_partition_and_the_sensor_starts_evaluate(
-    project_path: Path,
+@pytest.mark.e2e
+def test_a_new_evaluation_runs_at_once_and_records_its_partition(
+    project_path: Path, system: FakeThreadAPI
 ) -> None:
     defs = definitions_for(project_path)
     with dg.instance_for_test() as instance:
@@ -55,28 +40,36 @@ def test_a_request_adds_its_partition_and_the_sensor_starts_evaluate(
         assert result.success
         run_id = _requested(instance, result)
         assert instance.has_dynamic_partition("runs", run_id)
-        (request,) = _sensor_requests(defs, instance, result.run_id)
-        assert request.partition_key == run_id and request.run_key == run_id
-        attempt = request.run_config["ops"]["attempt"]["config"]
-        assert attempt == {
-            "suites": ["kern"],
-            "split": "dev",
-            "k": 2,
-            "runtime": None,
-            "resume": None,  # a re-execution of the evaluation resumes it
+        archive = RunArchive(project_path.parent / "runs", run_id)
+        manifest = archive.manifest()
+        assert (manifest.suites, manifest.split, manifest.k) == (("kern",), "dev", 2)
+        assert system.texts
+        recorded = {
+            materialization.asset_key.to_user_string(): materialization.partition
+            for materialization in result.asset_materializations_for_node(EVALUATE_OP)
         }
+        assert recorded["report"] == recorded["verdicts"] == recorded["evidence"] == run_id
+        (check,) = [
+            evaluation
+            for evaluation in result.get_asset_check_evaluations()
+            if evaluation.check_name == "no_significant_regression"
+        ]
+        assert check.passed and check.partition == run_id
+        assert instance.get_runs(filters=dg.RunsFilter(job_name="evaluate")) == []
 
 
-def test_a_request_names_its_run_and_refuses_a_bad_selection(project_path: Path) -> None:
+def test_a_request_refuses_a_bad_selection_with_one_line(project_path: Path) -> None:
     defs = definitions_for(project_path)
     with dg.instance_for_test() as instance:
-        named = _request(defs, instance, run_id="mijn-run")
-        assert _requested(instance, named) == "mijn-run"
         unknown = _request(defs, instance, suites=["geen-suite"])
         assert not unknown.success
+        (failure,) = [event for event in unknown.all_events if event.is_step_failure]
+        error = failure.step_failure_data.error  # type: ignore[union-attr]
+        assert error is not None and "no suite 'geen-suite'" in error.message
+        assert "Traceback" not in error.message
         bad = _request(defs, instance, run_id="Niet Geldig")
         assert not bad.success
-        assert instance.get_dynamic_partitions("runs") == ["mijn-run"]
+        assert instance.get_dynamic_partitions("runs") == []
 
 
 def test_previewing_the_nightly_tick_adds_no_partition(project_path: Path) -> None:
@@ -88,7 +81,7 @@ def test_previewing_the_nightly_tick_adds_no_partition(project_path: Path) -> No
         )
         request = schedule.evaluate_tick(context).run_requests[0]  # type: ignore[index]
         assert instance.get_dynamic_partitions("runs") == []
-        assert request.run_config["ops"]["request_evaluation"]["config"] == {
+        assert request.run_config["ops"][EVALUATE_OP]["config"] == {
             "run_id": "nightly-20261201t020000z"
         }
         assert schedule.job_name == "new_evaluation"

@@ -1,0 +1,29 @@
+"""What a step shows when it fails for the user's files or systems: the one line the CLI
+prints, as the description of a `dagster.Failure`, and no traceback of ours."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+
+from soev_pipeline.core.explain import explain, is_user_error
+
+
+@contextmanager
+def one_line_errors(project_file: Path | str = "project.yaml") -> Iterator[None]:
+    """Turn a user error raised in the block into a `Failure` with its one-line message.
+
+    Bugs (anything else) keep their traceback, which is what a bug report needs.
+    """
+    try:
+        yield
+        return
+    except dg.Failure:
+        raise
+    except Exception as exc:
+        if not is_user_error(exc):
+            raise
+        message = explain(exc, project_file)
+    # raised outside the handler, so that no chained exception carries a traceback of ours
+    raise dg.Failure(description=message, allow_retries=False)
