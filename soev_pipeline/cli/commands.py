@@ -26,6 +26,8 @@ from soev_pipeline.runtime.session import CANCEL_GRACE_S
 from .errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, interrupted
 from .progress import TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
+from .viewing import cmd_view as cmd_view
+from .viewing import write_html
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -172,6 +174,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(render_report(report))
     if args.junit is not None:
         write_junit(args.junit.resolve(), report, read_rates(archive))
+    if args.html is not None:
+        write_html(args, paths, archive)
     rate = report.overall.pass_rate
     if args.fail_under is not None and (rate is None or rate < args.fail_under):
         shown = "none" if rate is None else f"{100 * rate:.1f} %"
