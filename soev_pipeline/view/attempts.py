@@ -233,3 +233,10 @@ def status_counts(row: VerdictRow) -> str:
     return ", ".join(
         f"{status.replace('_', ' ')} ×{counts[status]}" for status in order if counts[status]
     )
+
+
+def status_shares(row: VerdictRow) -> dict[str, float]:
+    """The share of the row's attempts with each status: rows of runs with different k
+    compare equal when their attempts fared alike."""
+    statuses = [cell.status for cell in row.cells if cell is not None]
+    return {status: count / len(statuses) for status, count in Counter(statuses).items()}

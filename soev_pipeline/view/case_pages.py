@@ -22,6 +22,7 @@ from .attempts import (
     VerdictRow,
     attempt_view,
     status_counts,
+    status_shares,
     unit_of,
     verdict_rows,
 )
@@ -213,13 +214,12 @@ def verdict_changes(
     changes = []
     for row in after:
         old = earlier.pop(row.name, None)
+        if old is not None and status_shares(old) == status_shares(row):
+            continue
         was = status_counts(old) if old is not None else "not graded"
-        now = status_counts(row)
-        if was != now:
-            failing = next(
-                (c for c in row.cells if c is not None and c.status in ("fail", "error")), None
-            )
-            changes.append(VerdictChange(row.name, was, now, failing.detail if failing else None))
+        failing = next((c for c in row.cells if c and c.status in ("fail", "error")), None)
+        detail = failing.detail if failing is not None else None
+        changes.append(VerdictChange(row.name, was, status_counts(row), detail))
     changes += [
         VerdictChange(name, status_counts(row), "not graded", None) for name, row in earlier.items()
     ]

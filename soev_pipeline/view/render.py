@@ -130,7 +130,7 @@ def environment() -> Environment:
         p_value=p_value,
         score=score,
         plain=plain,
-        anchor=anchor,
+        anchor=lambda name, kind: anchor(kind, name),  # `case_id | anchor('case')`
         status_counts=status_counts,
     )
     return env
