@@ -9,6 +9,7 @@ import argparse
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -66,7 +67,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     """Load the project, listen, print the URL, and serve until Ctrl-C."""
     from soev_pipeline.core.errors import ProjectError
     from soev_pipeline.project import ProjectPaths, load
-    from soev_pipeline.view import create_app
+    from soev_pipeline.view import create_app, warm_up
     from soev_pipeline.view.security import is_loopback
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
@@ -86,6 +87,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    threading.Thread(target=warm_up, args=(app,), name="soev-view-warm-up", daemon=True).start()
     sock = _listening(args.host, args.port)
     port = int(sock.getsockname()[1])
     print(f"soev-evals view of {loaded.project.name!r}: {_url(args.host, port, token)}", flush=True)

@@ -9,6 +9,7 @@ project's label file.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import secrets
 from collections.abc import Callable
@@ -60,8 +61,7 @@ class Viewer:
 
 
 def _viewer(request: Request) -> Viewer:
-    viewer: Viewer = request.app.state.viewer
-    return viewer
+    return _viewer_of(request.app)
 
 
 Endpoint = Callable[[Request], Response]
@@ -298,3 +298,23 @@ def create_app(
     app = Starlette(routes=routes, middleware=middleware)
     app.state.viewer = viewer
     return app
+
+
+def warm_up(app: Starlette, runs: int = 2) -> None:
+    """Do the slow work of the first requests before they come: import the plot library,
+    index the newest runs and read their text to search. Meant for a thread of its own
+    while the server starts; a request that needs an index being built waits for it, and
+    nothing is built twice."""
+    import matplotlib.figure  # noqa: F401 - a second of import, once
+
+    store = _viewer_of(app).store
+    with contextlib.suppress(ProjectError, OSError, ValueError):
+        indexes = [store.index(summary.archive) for summary in store.runs()[:runs]]
+        for index in indexes:
+            if index is not None:
+                index.make_searchable()
+
+
+def _viewer_of(app: Starlette) -> Viewer:
+    viewer: Viewer = app.state.viewer
+    return viewer

@@ -66,6 +66,11 @@ class CasePage:
         """The criteria that failed or erred on at least one attempt."""
         return tuple(row for row in self.verdicts if row.failed)
 
+    @property
+    def unfailed(self) -> tuple[VerdictRow, ...]:
+        """The criteria that passed (or did not apply) on every attempt."""
+        return tuple(row for row in self.verdicts if not row.failed)
+
 
 def _expectation(store: RunStore, case: Case | None, digest: str | None) -> Expectation | None:
     if case is None:

@@ -25,8 +25,14 @@ from .render import FileLinks, file_csp, render, stylesheet
 from .store import NotFound, RunStore
 
 MAX_ATTEMPTS_WRITTEN = 2000
-"""The failing dev cases are written out whole until their attempts reach this count; the
-rest are listed only, so the file of a very large run stays small enough to mail."""
+"""Failing dev cases are read for the file until their attempts reach this count."""
+CASE_BYTES = 3_000_000
+"""The failing dev cases are written out, the lowest pass rate first, until their pages
+reach this size; the rest are listed with what failed them, and the viewer shows them. So
+the file of a large run stays small enough to mail (under 5 MB: bench/view.py)."""
+UNIT_CHARS = 800_000
+"""The texts of the cited corpus units go in, in the order they are first cited, up to
+this many characters; a citation of a unit beyond it shows its id without a link."""
 
 
 def _units(
@@ -52,7 +58,17 @@ def _units(
     return [unit for unit in found if unit is not None]
 
 
-def html_report(store: RunStore, run_id: str) -> str:
+def _within(units: list[CorpusUnit], budget: int) -> list[CorpusUnit]:
+    kept, total = [], 0
+    for unit in units:
+        total += len(unit.text)
+        if total > budget:
+            break
+        kept.append(unit)
+    return kept
+
+
+def render_html_report(store: RunStore, run_id: str) -> str:
     """The HTML report of a run, as text.
 
     Raises:
@@ -65,25 +81,31 @@ def html_report(store: RunStore, run_id: str) -> str:
     if index is None:
         raise ProjectError(f"{archive.path}: run {run_id!r} has no scoring yet")
     failing = index.select(status="failed", suite_order=manifest.suites)
-    written: list[CasePage] = []
-    total = 0
+    read: list[CasePage] = []
+    attempts = 0
     for entry in failing:
-        if total + entry.attempts > MAX_ATTEMPTS_WRITTEN and written:
+        if attempts + entry.attempts > MAX_ATTEMPTS_WRITTEN and read:
             break
-        written.append(case_page(store, run_id, entry.case_id))
-        total += entry.attempts
+        read.append(case_page(store, run_id, entry.case_id))
+        attempts += entry.attempts
     comparison: ComparePage | None = None
     problem = None
     try:
         comparison = compare_page(store, run_id, "previous")
     except (NotFound, ProjectError) as exc:
         problem = str(exc)
-    units = _units(store, written, comparison)
-    links = FileLinks(
-        cases={case.case_id for case in written},
-        units={unit.id for unit in units},
-        comparison=comparison is not None,
-    )
+    units = _within(_units(store, read, comparison), UNIT_CHARS)
+    links = FileLinks(units={unit.id for unit in units})
+    sections: list[Markup] = []
+    size = 0
+    for case in read:
+        section = Markup(render("_case_body.html", case=case, links=links, anchored=True))
+        size += len(section)
+        if size > CASE_BYTES and sections:
+            break
+        sections.append(section)
+    links.cases = {case.case_id for case in read[: len(sections)]}
+    links.comparison = comparison is not None
     return render(
         "report.html",
         links=links,
@@ -94,8 +116,8 @@ def html_report(store: RunStore, run_id: str) -> str:
         cmp=comparison,
         comparison_problem=problem,
         failing=[case_row(entry) for entry in failing],
-        cases=written,
-        left_out=len(failing) - len(written),
+        sections=sections,
+        left_out=len(failing) - len(sections),
         units=units,
         written=when(datetime.now(UTC)),
     )
@@ -112,7 +134,7 @@ def write_html_report(loaded: LoadedProject, archive: RunArchive, path: Path) ->
     """
     store = RunStore(loaded, archive.runs_dir)
     try:
-        text = html_report(store, archive.run_id)
+        text = render_html_report(store, archive.run_id)
     except NotFound as exc:
         raise ProjectError(f"{archive.runs_dir}: {exc}") from None
     path = path.resolve()

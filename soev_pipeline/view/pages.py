@@ -339,7 +339,15 @@ def run_page(store: RunStore, run_id: str, filters: Filters, *, plot: bool = Tru
         judge=judge,
         offline=report.scoring.offline if report else False,
         groups=group_table(report) if report else None,
-        forest=_forest(report) if report and plot else None,
+        forest=(
+            store.memo(
+                ("forest", archive.path),
+                (report.scoring.scoring, report.scoring.created_at),
+                lambda: _forest(report),
+            )
+            if report and plot
+            else None
+        ),
         criteria=criteria_table(report) if report else None,
         previous=previous,
         cases=tuple(case_row(entry) for entry in shown),

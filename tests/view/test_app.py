@@ -228,3 +228,14 @@ def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
 def test_an_attempt_without_a_reply_offers_no_label(own_runs: TwoRuns) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     assert '<form class="label"' not in call(app, "GET", "/runs/b1/cases/kern-003").text
+
+
+def test_the_warm_up_indexes_the_newest_runs_ready_to_search(two_runs: TwoRuns) -> None:
+    from soev_pipeline.view import warm_up
+
+    app = create_app(two_runs.loaded, two_runs.runs)
+    store = app.state.viewer.store
+    warm_up(app, runs=1)
+    index = store.index(two_runs.b1)
+    assert index is not None and index._searchable
+    assert store.index(two_runs.b1) is index  # kept, not built again

@@ -90,3 +90,20 @@ def test_plots_are_svg_that_load_and_run_nothing() -> None:
         assert "<script" not in svg and "http://" not in svg.replace(
             "http://www.w3.org/", ""
         ).replace("http://purl.org/dc/", "").replace("http://creativecommons.org/ns#", "")
+
+
+def test_past_its_size_budget_the_file_lists_the_rest_of_the_failing_cases(
+    two_runs: TwoRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from soev_pipeline.view import html_report
+
+    monkeypatch.setattr(html_report, "CASE_BYTES", 1)
+    monkeypatch.setattr(html_report, "UNIT_CHARS", 0)
+    text = write_html_report(two_runs.loaded, two_runs.b1, tmp_path / "r.html").read_text()
+    assert text.count('<section class="case"') == 1  # the first is always written
+    assert "2 more failing case(s) are in the table but not written out" in text
+    assert 'id="corpus"' not in text and "#unit-" not in text
+    ids = set(re.findall(r' id="([^"]+)"', text))
+    assert {ref[1:] for ref in re.findall(r'href="(#[^"]*)"', text)} <= ids
+    for case_id in ("kern-003", "priv-001"):
+        assert case_id in text  # still listed in the table

@@ -55,7 +55,8 @@ def test_offsets_lead_to_the_attempts_of_the_case(two_runs: TwoRuns) -> None:
         ({"query": "DORPSSTRAAT"}, ["priv-001"]),
         ({"query": "onerror bezwaar"}, ["kern-001"]),
         ({"query": "storing"}, ["kern-003"]),
-        ({"query": "source groups"}, ["kern-001"]),
+        ({"query": "artikel-6:7/lid-1"}, ["kern-002"]),  # a cited source
+        ({"query": "source groups"}, []),  # verdict details are not searched
         ({"query": SECRET}, []),
         ({"query": "kern-t01"}, []),
     ],
@@ -110,3 +111,28 @@ def test_a_broken_verdicts_line_is_an_error_naming_it(two_runs: TwoRuns, tmp_pat
     verdicts.write_text("\n".join(lines) + "\n")
     with pytest.raises(ProjectError, match=rf"{VERDICTS}: line 3: not a graded attempt"):
         RunIndex.build(verdicts, evidence)
+
+
+def test_lines_in_another_layout_read_the_same(two_runs: TwoRuns, tmp_path: Path) -> None:
+    """The index reads the layout `GradedAttempt` writes without decoding the details; any
+    other JSON of the same data (spaces, other key order, escapes) reads the same."""
+    verdicts, evidence = _copy(two_runs, tmp_path)
+    before = RunIndex.build(verdicts, evidence)
+    for path in (verdicts, evidence):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        path.write_text(
+            "".join(json.dumps(json.loads(line), sort_keys=True) + "\n" for line in lines),
+            encoding="utf-8",
+        )
+    after = RunIndex.build(verdicts, evidence)
+    assert set(after.cases) == set(before.cases)
+    for case_id, entry in before.cases.items():
+        other = after.cases[case_id]
+        assert (other.attempts, other.passed, other.statuses, other.failing) == (
+            entry.attempts,
+            entry.passed,
+            entry.statuses,
+            entry.failing,
+        )
+        assert sorted(other.evidence_at) == sorted(entry.evidence_at)
+    assert [e.case_id for e in after.select(query="dorpsstraat")] == ["priv-001"]
