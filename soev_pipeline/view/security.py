@@ -1,8 +1,9 @@
 """What stands between the viewer and a hostile network, page or reply.
 
 - `SecurityHeaders`: every response carries a strict Content-Security-Policy (no script
-  at all, styles and images from the server itself or `data:` plots), and is neither
-  framed, sniffed nor sent as a referrer.
+  at all, styles and images from the server itself or `data:` plots), is neither framed
+  nor sniffed, and sends its address as a referrer to itself only (so that a form's POST
+  still carries the `Origin` that `save_label` checks).
 - `TokenGate`: when the viewer has a token (it must, off loopback), every request carries
   it: in `?token=` once (then a cookie, set on a redirect that takes the token out of the
   address), in the cookie, or as `Authorization: Bearer`. Any other request gets 401.
@@ -31,7 +32,7 @@ HEADERS = {
     "content-security-policy": SERVER_CSP,
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
     "cache-control": "no-store",

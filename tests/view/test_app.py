@@ -59,7 +59,7 @@ def test_every_page_answers_with_a_strict_policy_and_no_test_case(app: Starlette
     assert response.headers["content-security-policy"] == SERVER_CSP
     assert "script-src" not in SERVER_CSP and "'unsafe" not in SERVER_CSP
     assert response.headers["x-frame-options"] == "DENY"
-    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["referrer-policy"] == "same-origin"
     assert SECRET not in response.text
     assert not any(case_id in response.text for case_id in TEST_IDS)
     assert "<script" not in response.text
