@@ -10,6 +10,11 @@ judged `behaviour.expected` fails: a verdict to label).
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -183,3 +188,36 @@ def own_runs(two_runs: TwoRuns, tmp_path: Path) -> TwoRuns:
     loaded = load(tmp_path / "p" / "project.yaml", check_sealed=False)
     runs = tmp_path / "p" / "runs"
     return TwoRuns(loaded, runs, RunArchive(runs, "b0"), RunArchive(runs, "b1"))
+
+
+class Viewer:
+    """`python -m soev_pipeline view` in a process of its own, and the URL it printed."""
+
+    def __init__(self, project: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, **(env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "soev_pipeline", "view", "--project", str(project), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        printed: list[str] = []
+        reader = threading.Thread(target=lambda: printed.append(self.process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout=120)
+        assert printed and printed[0].startswith("soev-evals view of "), (
+            printed,
+            self.process.poll(),
+        )
+        self.url = printed[0].split(": ", 1)[1].strip()
+        self.origin = self.url.split("/?")[0].rstrip("/")
+
+    def stop(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            _, err = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+        return self.process.returncode, err

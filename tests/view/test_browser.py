@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +23,7 @@ from tests.support.chat_completions import FakeChatCompletions
 from tests.support.cli import invoke
 from tests.support.project import SECRET, TEST_IDS, legal_answer, write_project
 from tests.support.thread_api import FakeThreadAPI, Reply
+from tests.view.conftest import Viewer
 
 pytestmark = pytest.mark.e2e
 
@@ -106,42 +103,9 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
-class Viewer:
-    """`python -m soev_pipeline view` in a process of its own, and the URL it printed."""
-
-    def __init__(self, project: Path, *extra: str) -> None:
-        env = {**os.environ, **ENVIRONMENT}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "soev_pipeline", "view", "--project", str(project), *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        printed: list[str] = []
-        reader = threading.Thread(target=lambda: printed.append(self.process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(timeout=120)
-        assert printed and printed[0].startswith("soev-evals view of 'wetwijzer': http://"), (
-            printed,
-            self.process.poll(),
-        )
-        self.url = printed[0].split(": ", 1)[1].strip()
-        self.origin = self.url.split("/?")[0].rstrip("/")
-
-    def stop(self) -> tuple[int, str]:
-        self.process.send_signal(signal.SIGINT)
-        try:
-            _, err = self.process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, err = self.process.communicate()
-        return self.process.returncode, err
-
-
 @pytest.fixture
 def viewer(project: Project) -> Iterator[Viewer]:
-    running = Viewer(project.path)
+    running = Viewer(project.path, env=ENVIRONMENT)
     try:
         yield running
     finally:
@@ -272,7 +236,7 @@ def test_the_html_report_opens_with_the_network_blocked(
 def test_with_a_token_the_printed_address_opens_and_nothing_else_does(
     browser: Any, project: Project, tmp_path: Path
 ) -> None:
-    running = Viewer(project.path, "--token", "een-lang-geheim-token")
+    running = Viewer(project.path, "--token", "een-lang-geheim-token", env=ENVIRONMENT)
     try:
         assert running.url.endswith("/?token=een-lang-geheim-token")
         watched = _watch(browser, tmp_path, (running.origin + "/",))
