@@ -301,16 +301,17 @@ def create_app(
 
 
 def warm_up(app: Starlette, runs: int = 2) -> None:
-    """Do the slow work of the first requests before they come: import the plot library,
-    index the newest runs and read their text to search. Meant for a thread of its own
-    while the server starts; a request that needs an index being built waits for it, and
-    nothing is built twice."""
-    import matplotlib.figure  # noqa: F401 - a second of import, once
-
+    """Do the slow work of the first requests before they come: load the plot library,
+    draw the runs page's plots, and build the newest runs' pages (their index, their plot)
+    and their text to search. Meant for a thread of its own while the server starts; a
+    request that needs what is being built waits for it, and nothing is built twice."""
     store = _viewer_of(app).store
-    with contextlib.suppress(ProjectError, OSError, ValueError):
-        indexes = [store.index(summary.archive) for summary in store.runs()[:runs]]
-        for index in indexes:
+    with contextlib.suppress(NotFound, ProjectError, OSError, ValueError):
+        summaries = runs_page(store).runs[:runs]
+        for summary in summaries:
+            run_page(store, summary.run_id, Filters())
+        for summary in summaries:
+            index = store.index(store.archive(summary.run_id)[0])
             if index is not None:
                 index.make_searchable()
 
