@@ -67,19 +67,28 @@ def _viewer(request: Request) -> Viewer:
 Endpoint = Callable[[Request], Response]
 
 
+FAILURES = (NotFound, BadRequest, ProjectError, OSError)
+
+
+def _problem(viewer: Viewer, exc: Exception) -> HTMLResponse:
+    """The page of a failure, with its one line: 404 for what is not there (or not shown),
+    400 for a refused label, 500 for a file that does not read or write."""
+    if isinstance(exc, NotFound):
+        return viewer.problem(404, "Not found", str(exc))
+    if isinstance(exc, BadRequest):
+        return viewer.problem(400, "Not saved", str(exc))
+    return viewer.problem(500, "A file of the project does not read or write", str(exc))
+
+
 def _guarded(endpoint: Endpoint) -> Endpoint:
-    """Turn the viewer's errors into pages: 404 for what is not there, 500 with the
-    one-line reason for a run whose files do not read."""
+    """An endpoint whose failures (`FAILURES`) answer with their page, not a traceback."""
 
     @functools.wraps(endpoint)
     def guarded(request: Request) -> Response:
-        viewer = _viewer(request)
         try:
             return endpoint(request)
-        except NotFound as exc:
-            return viewer.problem(404, "Not found", str(exc))
-        except (ProjectError, OSError) as exc:
-            return viewer.problem(500, "The run does not read", str(exc))
+        except FAILURES as exc:
+            return _problem(_viewer(request), exc)
 
     return guarded
 
@@ -117,7 +126,9 @@ def case(request: Request) -> Response:
     saved = request.query_params.get("saved")
     notice = None
     if saved is not None:
-        shown = viewer.labels.relative_to(viewer.store.loaded.directory)
+        shown = viewer.labels
+        if shown.is_relative_to(viewer.store.loaded.directory):
+            shown = shown.relative_to(viewer.store.loaded.directory)
         notice = f"Your label of attempt {saved[:12]} is saved in {shown}."
     return viewer.page(
         "case.html",
@@ -155,13 +166,13 @@ def no_icon(request: Request) -> Response:
 async def _form(request: Request) -> dict[str, str]:
     if request.headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
         raise BadRequest("send the label form as application/x-www-form-urlencoded")
-    body = b""
+    body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_FORM_BYTES:
             raise BadRequest(f"the form is larger than {MAX_FORM_BYTES} bytes")
     try:
-        text = body.decode("utf-8")
+        text = bytes(body).decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the form is not UTF-8") from None
     return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=32))
@@ -222,6 +233,8 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
 
 
 async def save_label(request: Request) -> Response:
+    """The label form's POST: from the viewer's own page (its `Origin`, when the browser
+    sends one, and its anti-forgery token), then `_save_label`; back to the case page."""
     viewer = _viewer(request)
     origin = request.headers.get("origin")
     if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
@@ -232,27 +245,14 @@ async def save_label(request: Request) -> Response:
             return viewer.problem(
                 403, "Refused", "the form's anti-forgery token is missing or stale: reload the page"
             )
-        back = await run_in_threadpool(_guarded_save, viewer, request.path_params["run_id"], form)
-    except BadRequest as exc:
-        return viewer.problem(400, "Not saved", str(exc))
-    if isinstance(back, Response):
-        return back
+        back = await run_in_threadpool(_save_label, viewer, request.path_params["run_id"], form)
+    except FAILURES as exc:
+        return _problem(viewer, exc)
     response = RedirectResponse(back, status_code=303)
     response.set_cookie(
         REVIEWER_COOKIE, quote(form.get("by", "").strip()[:200]), httponly=True, samesite="strict"
     )
     return response
-
-
-def _guarded_save(viewer: Viewer, run_id: str, form: dict[str, str]) -> str | Response:
-    try:
-        return _save_label(viewer, run_id, form)
-    except NotFound as exc:
-        return viewer.problem(404, "Not found", str(exc))
-    except BadRequest as exc:
-        return viewer.problem(400, "Not saved", str(exc))
-    except (ProjectError, OSError) as exc:
-        return viewer.problem(500, "Not saved", str(exc))
 
 
 def create_app(

@@ -64,7 +64,7 @@ class AttemptView:
     """One attempt: its figures, its turns (the last one holds the final reply)."""
 
     attempt: int
-    passed: bool | None
+    passed: bool
     score: float | None
     turns: tuple[TurnView, ...]
     refusal_code: str | None
@@ -139,10 +139,10 @@ def _turn(turn: Turn, corpus: CorpusLookup | None) -> TurnView:
 
 
 def attempt_view(
-    graded: GradedAttempt | None, evidence: Evidence | None, corpus: CorpusLookup | None
+    graded: GradedAttempt, evidence: Evidence | None, corpus: CorpusLookup | None
 ) -> AttemptView:
-    """The view of one attempt from its graded line and its evidence (either may be gone)."""
-    number = graded.attempt if graded is not None else evidence.attempt if evidence else 0
+    """The view of one attempt from its graded line and its evidence (None when its line
+    in evidence.jsonl is gone or damaged: the page shows the verdicts alone)."""
     turns: tuple[TurnView, ...] = ()
     variants: tuple[VariantView, ...] = ()
     refusal = failure = None
@@ -169,9 +169,9 @@ def attempt_view(
         failure = None if first is None else first.code
         has_reply = evidence.reply is not None
     return AttemptView(
-        attempt=number,
-        passed=graded.passed if graded is not None else None,
-        score=graded.score if graded is not None else None,
+        attempt=graded.attempt,
+        passed=graded.passed,
+        score=graded.score,
         turns=turns,
         refusal_code=refusal,
         failure=failure,

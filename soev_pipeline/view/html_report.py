@@ -9,6 +9,7 @@ temporary file and renamed, so a reader never sees half of it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.run.archive import RunArchive, naming
 
+from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
 from .pages import Filters, case_row, run_page, when
 from .render import FileLinks, file_csp, render, stylesheet
@@ -35,24 +37,27 @@ UNIT_CHARS = 800_000
 this many characters; a citation of a unit beyond it shows its id without a link."""
 
 
+def _cited(attempts: Iterable[AttemptView]) -> Iterator[str]:
+    for attempt in attempts:
+        for turn in (*attempt.turns, *(t for v in attempt.variants for t in v.turns)):
+            yield from (c.unit for c in turn.citations if c.unit)
+
+
 def _units(
     store: RunStore, cases: list[CasePage], comparison: ComparePage | None
 ) -> list[CorpusUnit]:
-    """The corpus units that the written cases cite or expect, in the order first met."""
+    """The corpus units that the cases expect and cite, case by case in their order, then
+    those of the comparison's replies; each once, where it is first met."""
     wanted: dict[str, None] = {}
-    attempts = [a for case in cases for a in case.attempts]
-    if comparison is not None:
-        attempts += [a for r in comparison.regressions for a in (*r.before, *r.after)]
-    for attempt in attempts:
-        turns = [*attempt.turns, *(t for v in attempt.variants for t in v.turns)]
-        wanted.update((c.unit, None) for turn in turns for c in turn.citations if c.unit)
     for case in cases:
         if case.expectation is not None:
-            sources = [
-                *case.expectation.forbidden,
-                *(s for g in case.expectation.required for s in g),
-            ]
+            expected = case.expectation
+            sources = [*(s for group in expected.required for s in group), *expected.forbidden]
             wanted.update((s.unit, None) for s in sources if s.unit)
+        wanted.update((unit, None) for unit in _cited(case.attempts))
+    if comparison is not None:
+        changed = (a for r in comparison.regressions for a in (*r.before, *r.after))
+        wanted.update((unit, None) for unit in _cited(changed))
     corpus = store.corpus
     found = (corpus.get(unit) for unit in wanted) if corpus is not None else ()
     return [unit for unit in found if unit is not None]

@@ -173,7 +173,8 @@ class RunIndex:
     verdicts_path: Path
     evidence_path: Path
     cases: dict[str, CaseEntry]
-    _searchable: bool = False
+    searchable: bool = False
+    """Whether the text to search has been read (`make_searchable`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -242,7 +243,7 @@ class RunIndex:
         """Read the text to search, once: each case's id, and the questions, replies and
         cited sources of its attempts (the variants' too)."""
         with self._lock:
-            if self._searchable:
+            if self.searchable:
                 return
             owners = {
                 offset: entry
@@ -256,7 +257,7 @@ class RunIndex:
             for entry in self.cases.values():
                 entry.search = "\n".join([entry.case_id.casefold(), *entry.text])
                 entry.text = []
-            self._searchable = True
+            self.searchable = True
 
     def graded(self, case_id: str) -> list[GradedAttempt]:
         """The graded attempts of a dev case, by attempt number (empty for any other id)."""

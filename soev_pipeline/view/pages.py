@@ -93,7 +93,7 @@ def _run_row(summary: RunSummary) -> RunRow:
     if report is not None and report.previous is not None:
         previous = report.previous
         change = points(previous.overall.delta)
-        verdict = _overall_verdict(previous)
+        verdict = previous.overall.verdict
         baseline = previous.baseline_id
     overall = report.overall if report is not None else None
     rate = "not graded yet"
@@ -114,13 +114,6 @@ def _run_row(summary: RunSummary) -> RunRow:
         scoring=report.scoring.scoring if report is not None else None,
         problem=summary.problem,
     )
-
-
-def _overall_verdict(comparison: Comparison) -> str:
-    dumped = _dump(comparison)
-    if dumped.get("inconclusive") is True:
-        return "inconclusive"
-    return comparison.overall.verdict
 
 
 def _plots(store: RunStore, runs: Sequence[RunSummary]) -> tuple[Plot, ...]:
@@ -263,7 +256,7 @@ def _forest(report: Report) -> Plot:
 def comparison_line(comparison: Comparison) -> ComparisonLine:
     return ComparisonLine(
         baseline_id=comparison.baseline_id,
-        verdict=_overall_verdict(comparison),
+        verdict=comparison.overall.verdict,
         change=points(comparison.overall.delta),
         regressions=len(comparison.regressions),
         improvements=len(comparison.improvements),

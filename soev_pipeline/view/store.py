@@ -23,7 +23,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.project import LoadedProject
-from soev_pipeline.run.archive import RUN_ID, VERDICTS, RunArchive, list_runs
+from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
@@ -171,9 +171,10 @@ class RunStore:
         Raises:
             NotFound: no such run of this project.
         """
-        if not RUN_ID.fullmatch(run_id) or len(run_id) > 128:
-            raise NotFound("no such run")
-        archive = RunArchive(self.runs_dir, run_id)
+        try:
+            archive = RunArchive(self.runs_dir, check_run_id(run_id))
+        except ProjectError:
+            raise NotFound("no such run") from None
         if not archive.exists():
             raise NotFound(f"no run {run_id!r}")
         manifest = archive.manifest()

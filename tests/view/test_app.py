@@ -237,5 +237,5 @@ def test_the_warm_up_indexes_the_newest_runs_ready_to_search(two_runs: TwoRuns) 
     store = app.state.viewer.store
     warm_up(app, runs=1)
     index = store.index(two_runs.b1)
-    assert index is not None and index._searchable
+    assert index is not None and index.searchable
     assert store.index(two_runs.b1) is index  # kept, not built again

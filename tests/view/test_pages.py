@@ -202,3 +202,14 @@ def test_a_figure_the_report_adds_later_shows_as_a_column_of_its_own() -> None:
     assert [column.key for column in table.headers][-1] == "unrun_attempts"
     assert table.rows[0][1][-1].text == "4"
     assert table.rows[0][1][2].text == "50.0 % [20.0–80.0]"
+
+
+def test_a_run_whose_report_does_not_read_is_listed_with_the_reason(own_runs: TwoRuns) -> None:
+    report = own_runs.b0.latest_report_path()
+    assert report is not None
+    report.write_text('{"run_id": 3}', encoding="utf-8")
+    page = runs_page(RunStore(own_runs.loaded, own_runs.runs))
+    broken = {run.run_id: run for run in page.runs}["b0"]
+    assert broken.pass_rate == "unreadable"
+    assert broken.problem is not None and "report.json: not a valid report" in broken.problem
+    assert [plot.title for plot in page.plots][0] == "Overall pass rate"  # b1 still plotted
