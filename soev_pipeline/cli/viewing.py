@@ -10,7 +10,7 @@ import os
 import socket
 import sys
 import threading
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -23,8 +23,13 @@ if TYPE_CHECKING:
 TOKEN_ENV = "SOEV_VIEW_TOKEN"
 
 
-def add_view_parser(commands: Any, add_project: Any, add_runs_dir: Any) -> None:
-    """The `view` subcommand's arguments."""
+def add_view_parser(
+    commands: argparse._SubParsersAction[Any],
+    add_project: Callable[[argparse.ArgumentParser], None],
+    add_runs_dir: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """The `view` subcommand and its arguments; `--project` and `--runs-dir` come from
+    `main`, as every command's do."""
     view = commands.add_parser(
         "view",
         help="look at the runs in a browser: cases, replies, verdicts, comparisons, labels",
@@ -65,10 +70,11 @@ def _url(host: str, port: int, token: str | None) -> str:
 
 def cmd_view(args: argparse.Namespace) -> int:
     """Load the project, listen, print the URL, and serve until Ctrl-C."""
-    from soev_pipeline.core.errors import ProjectError
-    from soev_pipeline.project import ProjectPaths, load
+    from soev_pipeline.project import load
     from soev_pipeline.view import create_app, warm_up
     from soev_pipeline.view.security import is_loopback
+
+    from .commands import _paths
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is None and not is_loopback(args.host):
@@ -78,10 +84,7 @@ def cmd_view(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    project_file: Path = args.project
-    if not project_file.exists():
-        raise ProjectError(f"{project_file}: no such project file (give one with --project PATH)")
-    paths = ProjectPaths.of(project_file, args.runs_dir)
+    paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     app = create_app(loaded, paths.runs, token=token, host=args.host)
 
