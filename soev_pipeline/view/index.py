@@ -6,8 +6,9 @@ run. The index is built once per scoring, in one pass over `verdicts.jsonl` and 
 byte offset of each attempt's line in both files; pages then seek to the lines they show.
 The lines are read by the layout the archive writes them in, without decoding the replies
 and details (a quarter of the time of `json.loads` on the 20,000-attempt run of
-bench/view.py), and as any JSON when they have another. The text to search (questions, replies, cited ids) is read
-on the first search. Test cases are skipped while reading: the index holds nothing of them.
+bench/view.py), and as any JSON when they have another. The text to search (questions,
+replies, cited ids) is read on the first search. Test cases are skipped while reading: the
+index holds nothing of them.
 """
 
 from __future__ import annotations
