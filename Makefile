@@ -51,4 +51,4 @@ bench-peers: $(STAMP) ## the same workload through inspect_ai and promptfoo (ins
 	$(BIN)/python bench/peers.py --repeat 3
 
 clean: ## remove the virtualenv, caches and the demo's runs
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/demo/runs examples/demo/.soev
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/demo/runs examples/demo/.soev examples/demo/report.html

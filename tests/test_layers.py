@@ -24,6 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("project",),
     ("runtime",),
     ("run",),
+    ("calibration",),
+    ("view",),
     ("api",),
     ("orchestration",),
     ("cli",),

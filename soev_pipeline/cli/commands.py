@@ -31,6 +31,8 @@ from .errors import EXIT_GATE, EXIT_OK, interrupted
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status
+from .viewing import cmd_view as cmd_view
+from .viewing import write_html
 
 AFTER_THE_RUN = (
     "soev_pipeline.orchestration.record",
@@ -131,6 +133,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(render_report(report))
     if args.junit is not None:
         write_junit(args.junit.resolve(), report, read_rates(archive))
+    if args.html is not None:
+        write_html(args, paths, archive)
     rate = report.overall.pass_rate
     if args.fail_under is not None and (rate is None or rate < args.fail_under):
         shown = "none" if rate is None else f"{100 * rate:.1f} %"

@@ -17,6 +17,7 @@ from soev_pipeline.core.secrets import redact
 
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
 from .signals import forward_to_interrupt, interruption_name, interruption_status
+from .viewing import add_view_parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 3 when the overall pass rate is below P (a fraction, 0 to 1)",
     )
     report.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE")
+    report.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
     _add_project(report)
     _add_runs_dir(report)
 
@@ -184,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     rescore.add_argument("--runtime", metavar="NAME", help="a runtime provider entry point")
     _add_project(rescore)
     _add_runs_dir(rescore)
+
+    add_view_parser(commands, _add_project, _add_runs_dir)
 
     seal = commands.add_parser("seal", help="record the digests of the test cases")
     seal.add_argument("--append", action="store_true", help="only add new test cases")

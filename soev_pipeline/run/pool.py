@@ -117,7 +117,8 @@ class WorkerPool(Generic[T, R]):
             initargs=(work, os.getpid()),
         )
         self._started = False
-        self._outstanding: set[asyncio.Future[R]] = set()
+        self._running: set[Future[R]] = set()
+        """The tasks sent and not finished: a close while some run stops the workers."""
 
     def submit(self, task: T) -> asyncio.Future[R]:
         """Queue `task` for the next free worker; the future holds its result."""
@@ -132,26 +133,30 @@ class WorkerPool(Generic[T, R]):
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             self._started = True
+        self._running.add(submitted)
         future = self._loop.create_future()
-        self._outstanding.add(future)
-        future.add_done_callback(self._outstanding.discard)
+        submitted.add_done_callback(self._running.discard)
         submitted.add_done_callback(
             lambda done: self._loop.call_soon_threadsafe(_settle, future, done)
         )
         return future
 
     def close(self) -> None:
-        """End the workers; at once when a task is still running (after an error, Ctrl-C)."""
-        if not self._outstanding:
+        """End the workers; at once when a task is still running (after an error, Ctrl-C).
+
+        Stopping them at once kills every worker: one killed while it holds the pool's queue
+        would leave the others waiting for it forever.
+        """
+        if not any(not task.done() for task in self._running):
             self._executor.shutdown(wait=True)
             return
         processes = list(self._executor._processes.values())
         self._executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             if process.is_alive():
-                process.terminate()
+                process.kill()
         for process in processes:
-            process.join(5)
+            process.join()
 
 
 def _settle(future: asyncio.Future[R], done: Future[R]) -> None:

@@ -1,0 +1,321 @@
+"""The viewer's web application (`soev-evals view`, SPEC.md section 12), on Starlette.
+
+Pages are server-rendered; the endpoints that read files are plain functions, which
+Starlette runs in its thread pool, so a large run being indexed never stalls the others.
+The one write is a label: a POST carrying the page's anti-forgery token, checked against
+the project's case (a test case is refused) and the run's archived reply, appended to the
+project's label file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, unquote
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_target
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.project import LoadedProject
+
+from .case_pages import case_page, compare_page, unit_page
+from .pages import Filters, run_page, runs_page
+from .render import ServerLinks, render, stylesheet
+from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same
+from .store import NotFound, RunStore
+
+REVIEWER_COOKIE = "soev_view_by"
+MAX_FORM_BYTES = 64 * 1024
+
+
+class BadRequest(ValueError):
+    """A request the viewer refuses, with the one line that says why."""
+
+
+@dataclass
+class Viewer:
+    """What every request of one viewer shares."""
+
+    store: RunStore
+    csrf: str
+    labels: Path
+
+    def page(self, template: str, code: int = 200, **context: object) -> HTMLResponse:
+        html = render(template, links=ServerLinks(), project=self.store.project, **context)
+        return HTMLResponse(html, status_code=code)
+
+    def problem(self, code: int, heading: str, message: str) -> HTMLResponse:
+        return self.page("error.html", code, status=code, heading=heading, message=message)
+
+
+def _viewer(request: Request) -> Viewer:
+    return _viewer_of(request.app)
+
+
+Endpoint = Callable[[Request], Response]
+
+
+FAILURES = (NotFound, BadRequest, ProjectError, OSError)
+
+
+def _problem(viewer: Viewer, exc: Exception) -> HTMLResponse:
+    """The page of a failure, with its one line: 404 for what is not there (or not shown),
+    400 for a refused label, 500 for a file that does not read or write."""
+    if isinstance(exc, NotFound):
+        return viewer.problem(404, "Not found", str(exc))
+    if isinstance(exc, BadRequest):
+        return viewer.problem(400, "Not saved", str(exc))
+    return viewer.problem(500, "A file of the project does not read or write", str(exc))
+
+
+def _guarded(endpoint: Endpoint) -> Endpoint:
+    """An endpoint whose failures (`FAILURES`) answer with their page, not a traceback."""
+
+    @functools.wraps(endpoint)
+    def guarded(request: Request) -> Response:
+        try:
+            return endpoint(request)
+        except FAILURES as exc:
+            return _problem(_viewer(request), exc)
+
+    return guarded
+
+
+def _int(request: Request, name: str) -> int:
+    try:
+        return int(request.query_params.get(name, "1"))
+    except ValueError:
+        return 1
+
+
+def runs(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page("runs.html", page=runs_page(viewer.store))
+
+
+def run(request: Request) -> Response:
+    viewer = _viewer(request)
+    params = request.query_params
+    filters = Filters(
+        suite=params.get("suite", ""),
+        status=params.get("status", ""),
+        criterion=params.get("criterion", ""),
+        query=params.get("q", ""),
+        page=_int(request, "page"),
+    )
+    return viewer.page(
+        "run.html", page=run_page(viewer.store, request.path_params["run_id"], filters)
+    )
+
+
+def case(request: Request) -> Response:
+    viewer = _viewer(request)
+    built = case_page(viewer.store, request.path_params["run_id"], request.path_params["case_id"])
+    saved = request.query_params.get("saved")
+    notice = None
+    if saved is not None:
+        shown = viewer.labels
+        if shown.is_relative_to(viewer.store.loaded.directory):
+            shown = shown.relative_to(viewer.store.loaded.directory)
+        notice = f"Your label of attempt {saved[:12]} is saved in {shown}."
+    return viewer.page(
+        "case.html",
+        case=built,
+        csrf=viewer.csrf,
+        reviewer=unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:200],
+        notice=notice,
+    )
+
+
+def compare(request: Request) -> Response:
+    viewer = _viewer(request)
+    built = compare_page(
+        viewer.store,
+        request.path_params["run_id"],
+        request.query_params.get("baseline", "previous"),
+        _int(request, "page"),
+    )
+    return viewer.page("compare.html", cmp=built)
+
+
+def unit(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page("unit.html", unit=unit_page(viewer.store, request.path_params["unit_id"]))
+
+
+def css(request: Request) -> Response:
+    return Response(stylesheet(), media_type="text/css")
+
+
+def no_icon(request: Request) -> Response:
+    return Response(status_code=204)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    if request.headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
+        raise BadRequest("send the label form as application/x-www-form-urlencoded")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise BadRequest(f"the form is larger than {MAX_FORM_BYTES} bytes")
+    try:
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the form is not UTF-8") from None
+    return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=32))
+
+
+def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
+    """Append the label the form describes; return the case page to go back to.
+
+    Raises:
+        NotFound: no such run or dev case.
+        BadRequest: the form does not describe a judged verdict of an attempt with a reply.
+    """
+    store = viewer.store
+    archive, _ = store.archive(run_id)
+    case_id = form.get("case_id", "")
+    if store.dev_case(case_id) is None:
+        raise NotFound("no such dev case in the project")
+    index = store.index(archive)
+    if index is None:
+        raise NotFound("this run has not been graded yet")
+    try:
+        attempt, nth = int(form.get("attempt", "")), int(form.get("nth", ""))
+    except ValueError:
+        raise BadRequest("the form names no attempt and criterion") from None
+    kind = form.get("kind", "")
+    graded = next((g for g in index.graded(case_id) if g.attempt == attempt), None)
+    if graded is None:
+        raise NotFound("no such attempt of this case")
+    same_kind = [verdict for verdict in graded.verdicts if verdict.kind == kind]
+    if not 0 <= nth < len(same_kind) or not is_judged(same_kind[nth]):
+        raise BadRequest(f"attempt {attempt} has no judged criterion {kind!r} #{nth}")
+    evidence = index.evidence(case_id).get(attempt)
+    if evidence is None or evidence.reply is None:
+        raise BadRequest(f"attempt {attempt} has no final reply to label")
+    if form.get("passed") not in ("true", "false"):
+        raise BadRequest("say whether the criterion should pass or fail")
+    try:
+        label = LabelLine.of(
+            case_id=case_id,
+            reply=evidence.reply,
+            kind=kind,
+            nth=nth,
+            passed=form["passed"] == "true",
+            label=form.get("label") or None,
+            by=form.get("by", ""),
+            note=form.get("note", "").strip() or None,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "label"
+        raise BadRequest(f"{field}: {first['msg']}") from None
+    try:
+        append_label(viewer.labels, label, store.cases)
+    except ProjectError as exc:
+        raise BadRequest(str(exc)) from None
+    path = f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
+    return f"{path}?saved={attempt}#attempt-{attempt}"
+
+
+async def save_label(request: Request) -> Response:
+    """The label form's POST: from the viewer's own page (its `Origin`, when the browser
+    sends one, and its anti-forgery token), then `_save_label`; back to the case page."""
+    viewer = _viewer(request)
+    origin = request.headers.get("origin")
+    if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+        return viewer.problem(403, "Refused", "a label must be sent from the viewer's own page")
+    try:
+        form = await _form(request)
+        if not same(form.get("csrf"), viewer.csrf):
+            return viewer.problem(
+                403, "Refused", "the form's anti-forgery token is missing or stale: reload the page"
+            )
+        back = await run_in_threadpool(_save_label, viewer, request.path_params["run_id"], form)
+    except FAILURES as exc:
+        return _problem(viewer, exc)
+    response = RedirectResponse(back, status_code=303)
+    response.set_cookie(
+        REVIEWER_COOKIE, quote(form.get("by", "").strip()[:200]), httponly=True, samesite="strict"
+    )
+    return response
+
+
+def create_app(
+    loaded: LoadedProject,
+    runs_dir: Path,
+    *,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    labels: Path | None = None,
+) -> Starlette:
+    """The viewer of `loaded`'s runs in `runs_dir`.
+
+    With `token`, every request must carry it (see `security.TokenGate`); without one, the
+    viewer answers only to loopback host names, and `host` must be a loopback address.
+    `labels` is the label file to append to (default: the project's, `label_target`).
+
+    Raises:
+        ValueError: `host` is not loopback and there is no token.
+    """
+    if token is None and not is_loopback(host):
+        raise ValueError(f"host {host!r} is not a loopback address: a token is required")
+    viewer = Viewer(
+        store=RunStore(loaded, runs_dir),
+        csrf=secrets.token_urlsafe(32),
+        labels=labels or label_target(loaded.directory),
+    )
+    routes = [
+        Route("/", _guarded(runs)),
+        Route("/static/view.css", css),
+        Route("/favicon.ico", no_icon),
+        Route("/runs/{run_id}", _guarded(run)),
+        Route("/runs/{run_id}/compare", _guarded(compare)),
+        Route("/runs/{run_id}/cases/{case_id:path}", _guarded(case)),
+        Route("/runs/{run_id}/labels", save_label, methods=["POST"]),
+        Route("/corpus/{unit_id:path}", _guarded(unit)),
+    ]
+    middleware = [Middleware(SecurityHeaders)]
+    if token is not None:
+        middleware.append(Middleware(TokenGate, token=token))
+    else:
+        allowed = sorted({*LOOPBACK_NAMES, host})
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed))
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.viewer = viewer
+    return app
+
+
+def warm_up(app: Starlette, runs: int = 2) -> None:
+    """Do the slow work of the first requests before they come: load the plot library,
+    draw the runs page's plots, and build the newest runs' pages (their index, their plot)
+    and their text to search. Meant for a thread of its own while the server starts; a
+    request that needs what is being built waits for it, and nothing is built twice."""
+    store = _viewer_of(app).store
+    with contextlib.suppress(NotFound, ProjectError, OSError, ValueError):
+        summaries = runs_page(store).runs[:runs]
+        for summary in summaries:
+            run_page(store, summary.run_id, Filters())
+        for summary in summaries:
+            index = store.index(store.archive(summary.run_id)[0])
+            if index is not None:
+                index.make_searchable()
+
+
+def _viewer_of(app: Starlette) -> Viewer:
+    viewer: Viewer = app.state.viewer
+    return viewer

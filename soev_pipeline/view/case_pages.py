@@ -1,0 +1,321 @@
+"""The page builders of a case, of a comparison of two runs, and of a unit of the corpus.
+
+A case page answers: what was asked, what did the assistant say and cite, and why did each
+criterion judge it so? A comparison answers: did the run get worse than its baseline, with
+what certainty, and what changed in the cases that got worse? Only dev cases are found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from soev_pipeline.core.models import Case
+from soev_pipeline.corpus import CorpusUnit
+from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.results import Comparison, GradedAttempt
+
+from .attempts import (
+    AttemptView,
+    Citation,
+    Text,
+    VerdictRow,
+    attempt_view,
+    status_counts,
+    status_shares,
+    unit_of,
+    verdict_rows,
+)
+from .store import NotFound, RunStore
+from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
+
+SIDE_BY_SIDE = 3
+"""Attempts of each run that a regressed case shows in a comparison."""
+COMPARE_PAGE_SIZE = 20
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the project's case expects now; `changed` when it differs from the run's case."""
+
+    behaviour: str
+    message: str | None
+    required: tuple[tuple[Citation, ...], ...]
+    forbidden: tuple[Citation, ...]
+    nuggets: tuple[tuple[str, bool], ...]
+    tags: tuple[str, ...]
+    changed: bool
+
+
+@dataclass(frozen=True)
+class CasePage:
+    project: str
+    run_id: str
+    case_id: str
+    suite: str
+    passed: int
+    attempts_run: int
+    pass_rate: str
+    expectation: Expectation | None
+    questions: tuple[Text, ...]
+    attempts: tuple[AttemptView, ...]
+    verdicts: tuple[VerdictRow, ...]
+
+    @property
+    def failed(self) -> tuple[VerdictRow, ...]:
+        """The criteria that failed or erred on at least one attempt."""
+        return tuple(row for row in self.verdicts if row.failed)
+
+    @property
+    def unfailed(self) -> tuple[VerdictRow, ...]:
+        """The criteria that passed (or did not apply) on every attempt."""
+        return tuple(row for row in self.verdicts if not row.failed)
+
+
+def _expectation(store: RunStore, case: Case | None, digest: str | None) -> Expectation | None:
+    if case is None:
+        return None
+    corpus = store.corpus
+    message = None
+    if case.message is not None:
+        text = store.loaded.context.messages.get(case.message)
+        message = case.message + (f": {text}" if text else "")
+    return Expectation(
+        behaviour=case.behaviour,
+        message=message,
+        required=tuple(
+            tuple(Citation(source, unit_of(source, corpus)) for source in group)
+            for group in case.sources.required
+        ),
+        forbidden=tuple(Citation(s, unit_of(s, corpus)) for s in case.sources.forbidden),
+        nuggets=tuple((nugget.text, nugget.vital) for nugget in case.nuggets),
+        tags=case.tags,
+        changed=digest is not None and digest != case.digest(),
+    )
+
+
+def _attempts(
+    store: RunStore, archive: RunArchive, case_id: str
+) -> tuple[list[GradedAttempt], list[AttemptView]]:
+    index = store.index(archive)
+    if index is None or case_id not in index.cases:
+        raise NotFound("no such dev case in this run")
+    graded = index.graded(case_id)
+    evidence = index.evidence(case_id)
+    views = [attempt_view(g, evidence.get(g.attempt), store.corpus) for g in graded]
+    return graded, views
+
+
+def case_page(store: RunStore, run_id: str, case_id: str) -> CasePage:
+    """A dev case of a run: its questions, each attempt's reply and every verdict.
+
+    Raises:
+        NotFound: the run has no such dev case (a test case is never found).
+    """
+    archive, manifest = store.archive(run_id)
+    graded, views = _attempts(store, archive, case_id)
+    case = store.dev_case(case_id)
+    replies = {view.attempt: view.has_reply for view in views}
+    passed = sum(g.passed for g in graded)
+    first = views[0] if views else None
+    questions = tuple(turn.question for turn in first.turns) if first else ()
+    if not any(q.shown for q in questions) and case is not None:
+        questions = tuple(Text.of(turn) or Text("") for turn in case.turns)
+    return CasePage(
+        project=store.project,
+        run_id=archive.run_id,
+        case_id=case_id,
+        suite=graded[0].suite if graded else "",
+        passed=passed,
+        attempts_run=len(graded),
+        pass_rate=pct(passed / len(graded)) if graded else "–",
+        expectation=_expectation(store, case, manifest.cases.get(case_id)),
+        questions=questions,
+        attempts=tuple(views),
+        verdicts=tuple(verdict_rows(graded, case, replies)),
+    )
+
+
+# A comparison
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    criterion: str
+    before: str
+    after: str
+    detail: Text | None
+
+
+@dataclass(frozen=True)
+class ChangedCase:
+    case_id: str
+    suite: str
+    pass_rate: str
+    baseline_pass_rate: str
+    changes: tuple[VerdictChange, ...]
+    before: tuple[AttemptView, ...]
+    after: tuple[AttemptView, ...]
+    more_before: int
+    more_after: int
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    case_id: str
+    suite: str
+    pass_rate: str
+    baseline_pass_rate: str
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    project: str
+    run_id: str
+    baseline_id: str
+    facts: tuple[tuple[str, str], ...]
+    groups: Table
+    regressions: tuple[ChangedCase, ...]
+    regressed: int
+    improvements: tuple[ChangeRow, ...]
+    page: int
+    pages: int
+
+
+_STRUCTURED = {
+    "run_id",
+    "baseline_id",
+    "overall",
+    "suites",
+    "splits",
+    "regressions",
+    "improvements",
+}
+
+
+def comparison_facts(comparison: Comparison) -> tuple[tuple[str, str], ...]:
+    """The comparison's own fields beside its tables, each as (name, value)."""
+    dumped = comparison.model_dump(mode="json")
+    return tuple(
+        (key.replace("_", " "), plain(value))
+        for key, value in dumped.items()
+        if key not in _STRUCTURED
+    )
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    """Section 10's table: the whole run, each suite and each split, paired and tested."""
+    rows = [("overall", comparison.overall.model_dump(mode="json"))]
+    rows += [(f"suite {name}", g.model_dump(mode="json")) for name, g in comparison.suites.items()]
+    rows += [(f"split {name}", g.model_dump(mode="json")) for name, g in comparison.splits.items()]
+    return build_table(rows, PAIRED_COLUMNS, hidden=PAIRED_HIDDEN, row_css={"overall": "strong"})
+
+
+def verdict_changes(
+    before: Sequence[VerdictRow], after: Sequence[VerdictRow]
+) -> list[VerdictChange]:
+    """The criteria whose statuses differ between the two runs' attempts of a case."""
+    earlier = {row.name: row for row in before}
+    changes = []
+    for row in after:
+        old = earlier.pop(row.name, None)
+        if old is not None and status_shares(old) == status_shares(row):
+            continue
+        was = status_counts(old) if old is not None else "not graded"
+        failing = next((c for c in row.cells if c and c.status in ("fail", "error")), None)
+        detail = failing.detail if failing is not None else None
+        changes.append(VerdictChange(row.name, was, status_counts(row), detail))
+    changes += [
+        VerdictChange(name, status_counts(row), "not graded", None) for name, row in earlier.items()
+    ]
+    return changes
+
+
+def changed_case(
+    store: RunStore,
+    run: RunArchive,
+    baseline: RunArchive,
+    case_id: str,
+    suite: str,
+    rates: tuple[float, float],
+) -> ChangedCase:
+    """A case of both runs: what changed in its verdicts, and its replies side by side."""
+    case = store.dev_case(case_id)
+    graded_after, after = _attempts(store, run, case_id)
+    try:
+        graded_before, before = _attempts(store, baseline, case_id)
+    except NotFound:
+        graded_before, before = [], []
+    no_labels: dict[int, bool] = {}
+    changes = verdict_changes(
+        verdict_rows(graded_before, case, no_labels), verdict_rows(graded_after, case, no_labels)
+    )
+    return ChangedCase(
+        case_id=case_id,
+        suite=suite,
+        pass_rate=pct(rates[0]),
+        baseline_pass_rate=pct(rates[1]),
+        changes=tuple(changes),
+        before=tuple(before[:SIDE_BY_SIDE]),
+        after=tuple(after[:SIDE_BY_SIDE]),
+        more_before=max(0, len(before) - SIDE_BY_SIDE),
+        more_after=max(0, len(after) - SIDE_BY_SIDE),
+    )
+
+
+def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) -> ComparePage:
+    """A run against its baseline (`previous`, or a run id): section 10's figures, then the
+    regressed cases, a page at a time, and the improved ones.
+
+    Raises:
+        NotFound: no such run, or `previous` and the run has no earlier graded run.
+        ProjectError: a run has no scoring, or the runs share no case.
+    """
+    run, manifest = store.archive(run_id)
+    baseline = store.baseline(manifest, baseline_id)
+    if baseline is None:
+        raise NotFound(f"run {run_id!r} has no earlier run with a report to compare with")
+    comparison = store.comparison(run, baseline)
+    regressions = sorted(
+        comparison.regressions, key=lambda c: (c.pass_rate - c.baseline_pass_rate, c.case_id)
+    )
+    regressions = [c for c in regressions if store.shown(c.case_id)]
+    pages = max(1, -(-len(regressions) // COMPARE_PAGE_SIZE))
+    page = min(max(1, page), pages)
+    shown = regressions[(page - 1) * COMPARE_PAGE_SIZE : page * COMPARE_PAGE_SIZE]
+    return ComparePage(
+        project=store.project,
+        run_id=run.run_id,
+        baseline_id=baseline.run_id,
+        facts=comparison_facts(comparison),
+        groups=comparison_table(comparison),
+        regressions=tuple(
+            changed_case(
+                store, run, baseline, c.case_id, c.suite, (c.pass_rate, c.baseline_pass_rate)
+            )
+            for c in shown
+        ),
+        regressed=len(regressions),
+        improvements=tuple(
+            ChangeRow(c.case_id, c.suite, pct(c.pass_rate), pct(c.baseline_pass_rate))
+            for c in comparison.improvements
+            if store.shown(c.case_id)
+        ),
+        page=page,
+        pages=pages,
+    )
+
+
+# The corpus
+
+
+def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
+    """A unit of the project's corpus.
+
+    Raises:
+        NotFound: the project has no corpus, or the corpus no such unit.
+    """
+    unit = store.corpus.get(unit_id) if store.corpus is not None else None
+    if unit is None:
+        raise NotFound("no such unit in the corpus")
+    return unit

@@ -1,0 +1,141 @@
+"""The templates, and the two ways their links point: into the server, or into one file.
+
+One Jinja2 environment renders every page, with autoescaping on for every template
+(`select_autoescape`): a reply that holds markup is shown as text. The server's pages link
+to each other by path (`ServerLinks`); the HTML report is one file, so its links are
+anchors to the sections it holds, and a link to anything it does not hold is left out
+(`FileLinks`).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from .attempts import status_counts
+from .tables import interval, p_value, pct, plain, points, score
+
+STYLESHEET = "view.css"
+
+
+@functools.cache
+def stylesheet() -> str:
+    """The vendored stylesheet of the pages (package data: soev_pipeline/view/static)."""
+    return (resources.files(__package__) / "static" / STYLESHEET).read_text(encoding="utf-8")
+
+
+def csp_hash(text: str) -> str:
+    """The CSP source of an inline `<style>` or `<script>` element's exact text."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+SERVER_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+"""The server's pages: its own stylesheet, plots as `data:` images, forms to itself; no
+script at all."""
+
+
+def file_csp() -> str:
+    """The HTML report's policy: its one inline stylesheet (by hash), `data:` images only."""
+    return (
+        f"default-src 'none'; style-src {csp_hash(stylesheet())}; img-src data:; "
+        "form-action 'none'; base-uri 'none'"
+    )
+
+
+def anchor(kind: str, name: str) -> str:
+    """A stable HTML id for a case or unit of the report (ids are free text, ids are not)."""
+    return f"{kind}-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+
+
+class ServerLinks:
+    """Links between the server's pages, by path; every id is quoted."""
+
+    standalone = False
+
+    def runs(self) -> str:
+        return "/"
+
+    def run(self, run_id: str, params: Mapping[str, str] | None = None) -> str:
+        path = f"/runs/{quote(run_id, safe='')}"
+        return path + (f"?{urlencode(params)}" if params else "")
+
+    def case(self, run_id: str, case_id: str) -> str | None:
+        return f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
+
+    def compare(self, run_id: str, baseline: str = "previous", page: int = 1) -> str | None:
+        params = {"baseline": baseline} | ({"page": str(page)} if page > 1 else {})
+        return f"/runs/{quote(run_id, safe='')}/compare?{urlencode(params)}"
+
+    def unit(self, unit_id: str | None) -> str | None:
+        return None if unit_id is None else f"/corpus/{quote(unit_id, safe='')}"
+
+    def labels(self, run_id: str) -> str | None:
+        return f"/runs/{quote(run_id, safe='')}/labels"
+
+
+@dataclass
+class FileLinks:
+    """Links inside one HTML file: to the cases and units it holds, else none."""
+
+    cases: set[str] = field(default_factory=set)
+    units: set[str] = field(default_factory=set)
+    comparison: bool = False
+    standalone = True
+
+    def runs(self) -> str | None:
+        return None
+
+    def run(self, run_id: str, params: Mapping[str, str] | None = None) -> str | None:
+        return None if params else "#run"
+
+    def case(self, run_id: str, case_id: str) -> str | None:
+        return "#" + anchor("case", case_id) if case_id in self.cases else None
+
+    def compare(self, run_id: str, baseline: str = "previous", page: int = 1) -> str | None:
+        return "#comparison" if self.comparison and page == 1 else None
+
+    def unit(self, unit_id: str | None) -> str | None:
+        return "#" + anchor("unit", unit_id) if unit_id in self.units else None
+
+    def labels(self, run_id: str) -> str | None:
+        return None
+
+
+@functools.cache
+def environment() -> Environment:
+    """The one template environment; autoescaping on, undefined names an error."""
+    env = Environment(
+        loader=PackageLoader(__package__ or "soev_pipeline.view", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        pct=pct,
+        interval=interval,
+        points=points,
+        p_value=p_value,
+        score=score,
+        plain=plain,
+        anchor=lambda name, kind: anchor(kind, name),  # `case_id | anchor('case')`
+        status_counts=status_counts,
+    )
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """Render a page template with `context`."""
+    return environment().get_template(template).render(**context)

@@ -1,0 +1,196 @@
+"""Tables of figures as the pages show them: formatted cells, with the columns a model has.
+
+A table is built from the JSON of a model (`GroupFigures`, `PairedGroup`, `StatusCounts`):
+the columns this module knows come first, in their order and format; a field it does not
+know yet (a figure a later version of the report adds) still shows, as a column of its
+own after them. So the pages keep up with the report without a change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Format = Literal["int", "count", "pct", "pct_ci", "score", "delta_ci", "p", "text", "verdict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A formatted cell; with `badge`, its text is shown as a badge of class `badge`."""
+
+    text: str
+    css: str = ""
+    title: str = ""
+    badge: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str
+    title: str
+    format: Format
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[Column, ...]
+    rows: tuple[tuple[Cell, tuple[Cell, ...]], ...]
+    """Each row: its name cell, then a cell per column."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def pct(value: Any) -> str:
+    """A rate as a percentage with one decimal: `76.5 %`; `–` when there is none."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "–"
+    return f"{100 * value:.1f} %"
+
+
+def interval(ci: Any) -> str:
+    """A 95 % interval of a rate: `59.7–87.7`; empty when there is none."""
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return ""
+    low, high = ci
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return ""
+    return f"{100 * low:.1f}–{100 * high:.1f}"
+
+
+def points(value: Any) -> str:
+    """A change of a rate in percentage points, with its sign: `+5.0`, `−12.5`."""
+    if not isinstance(value, int | float):
+        return "–"
+    shown = f"{100 * abs(value):.1f}"
+    if shown == "0.0":
+        return "0.0"
+    return ("+" if value > 0 else "−") + shown
+
+
+def p_value(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "–"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def score(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else "–"
+
+
+def plain(value: Any) -> str:
+    """Any other JSON value, briefly: numbers as they are, objects as `key: value` pairs."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key}: {plain(item)}" for key, item in value.items()) or "–"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(item) for item in value) or "–"
+    return str(value)
+
+
+VERDICT_CSS = {
+    "regressed": "bad",
+    "improved": "good",
+    "unchanged": "quiet",
+    "inconclusive": "warn",
+}
+
+
+def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
+    """The cell of `column` for one row's figures."""
+    value = figures.get(column.key)
+    match column.format:
+        case "int":
+            return Cell(plain(value), "num")
+        case "count":
+            flagged = isinstance(value, int) and value > 0
+            return Cell(plain(value), "num" + (f" {column.key}" if flagged else ""))
+        case "pct":
+            return Cell(pct(value), "num")
+        case "pct_ci":
+            shown = interval(figures.get("ci95"))
+            return Cell(pct(value) + (f" [{shown}]" if shown else ""), "num", "95 % interval")
+        case "delta_ci":
+            bounds = figures.get("ci95")
+            low, high = ("", "")
+            if isinstance(bounds, list | tuple) and len(bounds) == 2:
+                low, high = points(bounds[0]), points(bounds[1])
+            shown = points(value) + (f" [{low} to {high}]" if low else "")
+            return Cell(shown, "num", "percentage points, 95 % interval in brackets")
+        case "p":
+            return Cell(p_value(value), "num")
+        case "score":
+            return Cell(score(value), "num")
+        case "verdict":
+            return Cell(plain(value), badge=VERDICT_CSS.get(str(value), "quiet"))
+        case _:
+            return Cell(plain(value))
+
+
+def build_table(
+    rows: Sequence[tuple[str, Mapping[str, Any]]],
+    columns: Sequence[Column],
+    *,
+    hidden: frozenset[str] = frozenset(),
+    row_css: Mapping[str, str] | None = None,
+) -> Table:
+    """A table of `rows` (name, figures) with `columns`, then a column for every other
+    field a row has that is neither a column nor `hidden`."""
+    known = {column.key for column in columns} | hidden
+    extra: dict[str, None] = {}
+    for _, figures in rows:
+        extra.update((key, None) for key in figures if key not in known)
+    headers = (*columns, *(Column(key, key.replace("_", " "), "text") for key in extra))
+    return Table(
+        headers=headers,
+        rows=tuple(
+            (
+                Cell(name, (row_css or {}).get(name, "")),
+                tuple(cell(column, figures) for column in headers),
+            )
+            for name, figures in rows
+        ),
+    )
+
+
+GROUP_COLUMNS = (
+    Column("cases", "cases", "int"),
+    Column("attempts", "attempts", "int"),
+    Column("pass_rate", "pass rate [95 % CI]", "pct_ci", "the mean of the case pass rates"),
+    Column("mean_score", "mean score", "score"),
+    Column("pass_at_k", "pass@k", "pct", "cases that passed at least once"),
+    Column("pass_all_k", "pass^k", "pct", "cases that passed every attempt"),
+    Column(
+        "detectable_drop",
+        "detectable drop",
+        "pct",
+        "the drop a comparison of the same cases detects with 80 % power",
+    ),
+)
+GROUP_HIDDEN = frozenset({"ci95", "stderr", "pass_at", "passed_attempts"})
+
+PAIRED_COLUMNS = (
+    Column("pairs", "pairs", "int"),
+    Column("baseline_pass_rate", "baseline", "pct"),
+    Column("pass_rate", "this run", "pct"),
+    Column("delta", "change [95 % CI]", "delta_ci", "in percentage points"),
+    Column("improved", "improved", "int"),
+    Column("regressed", "regressed", "int"),
+    Column("unchanged", "unchanged", "int"),
+    Column("p_value", "p", "p", "exact sign test over the changed pairs"),
+    Column("p_holm", "p (Holm)", "p", "adjusted over the groups of this comparison"),
+    Column("verdict", "verdict", "verdict"),
+)
+PAIRED_HIDDEN = frozenset({"ci95", "stderr"})
+
+STATUS_COLUMNS = (
+    Column("pass", "pass", "int"),
+    Column("fail", "fail", "count"),
+    Column("error", "error", "count"),
+    Column("not_applicable", "n/a", "int"),
+)

@@ -1,0 +1,138 @@
+"""The index of a scoring: dev cases only, their figures and offsets, the filters, the search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.run.archive import VERDICTS
+from soev_pipeline.view.index import RunIndex
+from tests.support.project import SECRET
+from tests.view.conftest import TwoRuns
+
+
+def _index(run: TwoRuns, run_id: str = "b1") -> RunIndex:
+    archive = run.b1 if run_id == "b1" else run.b0
+    report = archive.latest_report_path()
+    assert report is not None
+    return RunIndex.build(report.parent / VERDICTS, archive.evidence_path)
+
+
+def test_the_index_holds_the_dev_cases_alone_with_their_figures(two_runs: TwoRuns) -> None:
+    index = _index(two_runs)
+    assert sorted(index.cases) == ["kern-001", "kern-002", "kern-003", "priv-001"]
+    kern = index.cases["kern-001"]
+    assert (kern.suite, kern.attempts, kern.passed) == ("kern", 2, 0)
+    assert kern.failing["citations.required"] == 2
+    assert ("citations.required", "fail") in kern.statuses
+    assert sorted(kern.verdict_at) == sorted(kern.evidence_at) == [0, 1]
+    assert all(SECRET not in entry.search for entry in index.cases.values())
+
+
+def test_offsets_lead_to_the_attempts_of_the_case(two_runs: TwoRuns) -> None:
+    index = _index(two_runs)
+    graded = index.graded("priv-001")
+    evidence = index.evidence("priv-001")
+    assert [g.attempt for g in graded] == [0, 1] == sorted(evidence)
+    assert {g.case_id for g in graded} == {e.case_id for e in evidence.values()} == {"priv-001"}
+    assert index.graded("kern-t01") == [] and index.evidence("kern-t01") == {}
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({}, ["kern-001", "kern-003", "priv-001", "kern-002"]),
+        ({"suite": "privacy"}, ["priv-001"]),
+        ({"status": "passed"}, ["kern-002"]),
+        ({"status": "failed", "suite": "kern"}, ["kern-001", "kern-003"]),
+        ({"status": "fail", "criterion": "rubric.judge"}, ["kern-001"]),
+        ({"status": "error"}, []),
+        ({"status": "failed", "criterion": "behaviour.expected"}, ["priv-001"]),
+        ({"criterion": "usage.max_tokens"}, ["kern-002"]),
+        ({"query": "DORPSSTRAAT"}, ["priv-001"]),
+        ({"query": "onerror bezwaar"}, ["kern-001"]),
+        ({"query": "storing"}, ["kern-003"]),
+        ({"query": "artikel-6:7/lid-1"}, ["kern-002"]),  # a cited source
+        ({"query": "source groups"}, []),  # verdict details are not searched
+        ({"query": SECRET}, []),
+        ({"query": "kern-t01"}, []),
+    ],
+)
+def test_select_filters_and_searches(
+    two_runs: TwoRuns, filters: dict[str, str], expected: list[str]
+) -> None:
+    chosen = _index(two_runs).select(**filters, suite_order=("kern", "privacy"))  # type: ignore[arg-type]
+    assert [entry.case_id for entry in chosen] == expected
+
+
+def test_hidden_cases_are_left_out(two_runs: TwoRuns) -> None:
+    archive = two_runs.b1
+    report = archive.latest_report_path()
+    assert report is not None
+    index = RunIndex.build(report.parent / VERDICTS, archive.evidence_path, frozenset({"kern-001"}))
+    assert "kern-001" not in index.cases
+
+
+def _copy(two_runs: TwoRuns, tmp_path: Path) -> tuple[Path, Path]:
+    report = two_runs.b1.latest_report_path()
+    assert report is not None
+    verdicts, evidence = tmp_path / VERDICTS, tmp_path / "evidence.jsonl"
+    verdicts.write_bytes((report.parent / VERDICTS).read_bytes())
+    evidence.write_bytes(two_runs.b1.evidence_path.read_bytes())
+    return verdicts, evidence
+
+
+def test_an_attempt_graded_twice_counts_once_the_first(two_runs: TwoRuns, tmp_path: Path) -> None:
+    verdicts, evidence = _copy(two_runs, tmp_path)
+    first = next(
+        line for line in verdicts.read_text().splitlines() if '"case_id":"kern-002"' in line
+    )
+    changed = json.loads(first) | {"passed": False}
+    with verdicts.open("a") as out:
+        out.write(json.dumps(changed) + "\n")
+    entry = RunIndex.build(verdicts, evidence).cases["kern-002"]
+    assert (entry.attempts, entry.passed) == (2, 2)
+
+
+def test_a_cut_last_evidence_line_is_passed_over(two_runs: TwoRuns, tmp_path: Path) -> None:
+    verdicts, evidence = _copy(two_runs, tmp_path)
+    with evidence.open("ab") as out:
+        out.write(b'{"case_id": "kern-002", "attempt": 7, "rep')
+    assert "kern-002" in RunIndex.build(verdicts, evidence).cases
+
+
+def test_a_broken_verdicts_line_is_an_error_naming_it(two_runs: TwoRuns, tmp_path: Path) -> None:
+    verdicts, evidence = _copy(two_runs, tmp_path)
+    lines = verdicts.read_text().splitlines()
+    lines[2] = '{"case_id": "kern-002"}'
+    verdicts.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ProjectError, match=rf"{VERDICTS}: line 3: not a graded attempt"):
+        RunIndex.build(verdicts, evidence)
+
+
+def test_lines_in_another_layout_read_the_same(two_runs: TwoRuns, tmp_path: Path) -> None:
+    """The index reads the layout `GradedAttempt` writes without decoding the details; any
+    other JSON of the same data (spaces, other key order, escapes) reads the same."""
+    verdicts, evidence = _copy(two_runs, tmp_path)
+    before = RunIndex.build(verdicts, evidence)
+    for path in (verdicts, evidence):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        path.write_text(
+            "".join(json.dumps(json.loads(line), sort_keys=True) + "\n" for line in lines),
+            encoding="utf-8",
+        )
+    after = RunIndex.build(verdicts, evidence)
+    assert set(after.cases) == set(before.cases)
+    for case_id, entry in before.cases.items():
+        other = after.cases[case_id]
+        assert (other.attempts, other.passed, other.statuses, other.failing) == (
+            entry.attempts,
+            entry.passed,
+            entry.statuses,
+            entry.failing,
+        )
+        assert sorted(other.evidence_at) == sorted(entry.evidence_at)
+    assert [e.case_id for e in after.select(query="dorpsstraat")] == ["priv-001"]
