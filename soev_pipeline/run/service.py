@@ -20,13 +20,14 @@ from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
-from .compare import previous_rates
+from .compare import previous_attempts
 from .grading import grade_evidence, iter_graded
 from .heap import frozen_heap
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
 from .report import build_report, hand_over, write_report
 from .results import GradingSummary, Report
+from .unrun import read_ledger
 
 
 @dataclass(frozen=True)
@@ -228,10 +229,11 @@ def aggregate_run(archive: RunArchive, scoring_dir: Path, *, write: bool = True)
     """
     manifest = archive.manifest()
     scoring = GradingSummary.model_validate_json((scoring_dir / SCORING).read_bytes())
-    previous = previous_rates(archive.runs_dir, manifest)
+    previous = previous_attempts(archive.runs_dir, manifest)
+    ledger = read_ledger(archive, manifest)
     with frozen_heap():
         graded = iter_graded(scoring_dir)
-        report = build_report(manifest, graded, scoring=scoring, previous=previous)
+        report = build_report(manifest, graded, scoring=scoring, previous=previous, ledger=ledger)
     hand_over(scoring_dir, manifest.suites, report.cases)
     if write:
         write_report(scoring_dir, report)
