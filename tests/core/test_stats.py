@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import math
 from fractions import Fraction
+
+import pytest
 
 from soev_pipeline.core.stats import (
     binomial_cdf,

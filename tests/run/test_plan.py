@@ -48,7 +48,7 @@ def test_with_one_attempt_the_plan_needs_a_comparison() -> None:
     # the run before it: one case went from fail to pass, one from pass to fail
     before = _run("r1", {**cases, "c0": ("kern", (False,)), "c9": ("kern", (True,))}, k=1)
     comparison = compare_rates(run, before)
-    kern, overall = plan(run, ["kern"], k=1, drop=0.3, comparison=comparison)
+    kern, _ = plan(run, ["kern"], k=1, drop=0.3, comparison=comparison)
     # 2 of 10 pairs changed at μ = 0.6: E[π²] = 0.6 − 2/20 = 0.5
     population = CasePopulation.of(0.6, 0.5)
     assert group_population([], 1, comparison.overall) == population

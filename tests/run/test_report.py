@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from soev_pipeline.core import Verdict
-from soev_pipeline.core.models import Evidence, Failure, Turn
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import Evidence, Failure, Turn
 from soev_pipeline.run import (
     GradedAttempt,
     GradingSummary,
