@@ -34,12 +34,12 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
 
-from soev_pipeline.core.stats import ALPHA, sign_test
+from soev_pipeline.core.stats import ALPHA, sign_test, verdict
 from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
 from soev_pipeline.run.plan import plan
 from soev_pipeline.run.unrun import tally
@@ -84,27 +84,25 @@ def _run(
     return RunAttempts(run_id, project, suites, k, cases, len(pi) * k, tally(codes))
 
 
-@lru_cache(maxsize=None)
-def _rejects(improved: int, regressed: int) -> bool:
-    return regressed > improved and sign_test(improved, regressed) < ALPHA
+@cache
+def _p(improved: int, regressed: int) -> float:
+    return sign_test(improved, regressed)
 
 
 def _regressed(
     rng: np.random.Generator, pi: np.ndarray, k: int, base: np.ndarray, factor: float, reps: int
 ) -> float:
-    """The share of `reps` new runs (π scaled by `factor`) that the sign test finds worse
-    than the baseline's rates `base`: one group, no Holm, as `detectable_drop` promises."""
+    """The share of `reps` new runs (π scaled by `factor`) whose group `verdict` against the
+    baseline's rates `base` is `regressed`: one group, no Holm, as `detectable_drop` says."""
     now = rng.binomial(k, np.clip(factor * pi, 0, 1), size=(reps, len(pi))) / k
     difference = now - base[None, :]
     improved = (difference > 0).sum(axis=1)
     regressed = (difference < 0).sum(axis=1)
-    # with equal k for both runs, delta < 0 exactly when the sign test counts more regressions
-    # at k = 1; at k = 3 the mean difference decides, as `verdict` does
     delta = difference.mean(axis=1)
     return float(
         np.mean(
             [
-                _rejects(int(i), int(r)) and d < 0
+                verdict(float(d), _p(int(i), int(r))) == "regressed"
                 for i, r, d in zip(improved, regressed, delta, strict=True)
             ]
         )
@@ -223,7 +221,8 @@ def main() -> None:
     print("False alarms of the gate: two runs of one assistant, 3 suites, dev and test")
     print(f"(α = {ALPHA}; upper = the 95 % Wilson bound of the rate)\n")
     print(
-        "| cases from | n | runs | comparisons | gate fails (exit 3) | upper | inconclusive (exit 4) |"
+        "| cases from | n | runs | comparisons | gate fails (exit 3) | upper "
+        "| inconclusive (exit 4) |"
     )
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for setting, row in rows.items():
@@ -232,7 +231,8 @@ def main() -> None:
         runs = row["projects"]
         print(
             f"| {setting.beta} | {setting.n} | {setting.label} | {runs:.0f} "
-            f"| {100 * row['alarms'] / runs:.2f} % | {100 * _wilson_high(row['alarms'], runs):.2f} % "
+            f"| {100 * row['alarms'] / runs:.2f} % "
+            f"| {100 * _wilson_high(row['alarms'], runs):.2f} % "
             f"| {100 * row['inconclusive'] / runs:.1f} % |"
         )
     for part, title, stated in (
