@@ -19,7 +19,7 @@ ALPHA = 0.05
 """The default significance level of a comparison."""
 EXACT_UP_TO = 1000
 """Up to this many changed pairs the sign test is computed in whole numbers, exactly; above,
-in floating point from the logarithms of its terms (relative error below 1e-12)."""
+in floating point from the logarithms of its terms (relative error below 1e-9)."""
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import socket
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,7 @@ from junitparser import JUnitXml
 from soev_pipeline.core.power import CasePopulation, detectable_drop
 from tests.conformance.conftest import Baseline
 from tests.support.cli import invoke
-from tests.support.project import SECRET, TEST_IDS, dump
+from tests.support.project import SECRET, TEST_IDS, dump, edit_yaml
 from tests.support.thread_api import FakeThreadAPI, Reply, Response, problem
 
 pytestmark = pytest.mark.e2e
@@ -278,7 +281,7 @@ def test_a_baseline_of_another_project_and_runs_without_pairs_are_refused(
     unpaired.assert_no_test_content()
 
 
-class Outage:
+class Gateway:
     """An assistant that answers, or whose gateway answers 503 with a code of its own."""
 
     def __init__(self) -> None:
@@ -290,41 +293,79 @@ class Outage:
         return Reply("De termijn is zes weken.")
 
 
+@contextmanager
+def refusing_after_one() -> Iterator[str]:
+    """A port that accepts one connection (the `run` command's reachability check) and
+    then refuses every other: each attempt of the run fails with `connect_error`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def accept_one() -> None:
+        connection, _ = listener.accept()
+        connection.close()
+        listener.close()
+
+    thread = threading.Thread(target=accept_one, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        if thread.is_alive():
+            listener.close()
+        thread.join()
+
+
 @pytest.fixture(scope="module")
 def outage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Runs `up` (all pass), `down` (every turn a 503) and `again` (all pass)."""
+    """Runs `up` (all pass), `down` (the system refuses every connection), `gateway` (every
+    turn a 503 `service_unavailable`) and `again` (all pass) of one project."""
     root = tmp_path_factory.mktemp("outage")
-    assistant = Outage()
-    with FakeThreadAPI(assistant) as system:
+    gateway = Gateway()
+    with FakeThreadAPI(gateway) as system:
         project = _project(root / "p", system.url, name="storing")
-        for run_id, down in (("up", False), ("down", True), ("again", False)):
-            assistant.down = down
-            assert invoke("run", "--project", project, "--run-id", run_id).status == 0
+
+        def point(url: str) -> None:
+            edit_yaml(project, lambda data: data["system"].update(base_url=url))
+
+        assert invoke("run", "--project", project, "--run-id", "up").status == 0
+        with refusing_after_one() as nowhere:
+            point(nowhere)
+            assert invoke("run", "--project", project, "--run-id", "down").status == 0
+        point(system.url)
+        gateway.down = True
+        assert invoke("run", "--project", project, "--run-id", "gateway").status == 0
+        gateway.down = False
+        assert invoke("run", "--project", project, "--run-id", "again").status == 0
     return project
 
 
-def test_an_outage_is_inconclusive_not_a_regression(outage: Path) -> None:
+def test_connection_errors_make_the_gate_inconclusive_not_failed(outage: Path) -> None:
     project = outage
     gate = invoke("compare", "down", "up", "--project", project, "--fail-on-regression")
     assert gate.status == 4, gate.err
     assert "cannot decide" in gate.error_line()
-    assert "service_unavailable 10" in gate.error_line()
+    assert "connect_error 10" in gate.error_line()
     assert "inconclusive" in gate.out and "regressed" not in gate.out
-    assert "run down: 10 attempts did not run (service_unavailable 10)" in gate.out
+    assert "run down: 10 attempts did not run (connect_error 10)" in gate.out
     comparison = invoke("compare", "down", "up", "--project", project, "--json").json()
     assert comparison["inconclusive"] is True
     assert comparison["unrun"] == {
-        "run": {"attempts": 10, "codes": {"service_unavailable": 10}},
+        "run": {"attempts": 10, "codes": {"connect_error": 10}},
         "baseline": {"attempts": 0, "codes": {}},
     }
     assert comparison["unrun_cases"] == CASES + 2 and comparison["overall"]["pairs"] == 0
     assert {g["verdict"] for g in (comparison["overall"], *comparison["suites"].values())} == {
         "inconclusive"
     }
-    # a larger share allowed: nothing left to compare
+    # a larger share allowed: nothing is left to compare
     allowed = invoke("compare", "down", "up", "--project", project, "--max-unrun", "1")
     assert allowed.status == 1 and "share no case" in allowed.error_line()
     gate.assert_no_test_content()
+
+
+def test_a_503_with_a_code_of_its_own_did_not_run_either(outage: Path) -> None:
+    compared = invoke("compare", "gateway", "up", "--project", outage, "--fail-on-regression")
+    assert compared.status == 4
+    assert "run gateway: 10 attempts did not run (service_unavailable 10)" in compared.out
 
 
 def test_an_inconclusive_run_is_never_the_previous_one(outage: Path) -> None:
@@ -333,12 +374,17 @@ def test_an_inconclusive_run_is_never_the_previous_one(outage: Path) -> None:
     assert report["previous"]["baseline_id"] == "up"
     compared = invoke("compare", "again", "previous", "--project", project, "--json")
     assert compared.status == 0 and compared.json()["baseline_id"] == "up"
+    # with every share allowed, the newest earlier run is the baseline again: the gateway
+    # run, with which `again` shares no attempt that ran
+    allowing = invoke("compare", "again", "previous", "--project", project, "--max-unrun", "1")
+    assert allowing.status == 1
+    assert "runs 'again' and 'gateway' share no case" in allowing.error_line()
     down = invoke("report", "down", "--project", project, "--json").json()
     assert down["inconclusive"] is True and down["overall"]["unrun_attempts"] == CASES + 2
     assert down["overall"]["pass_rate"] == 0.0
     gate = invoke("report", "down", "--project", project, "--fail-under", "0.5")
     assert gate.status == 4 and "cannot decide" in gate.error_line()
-    assert "10 of 10 attempts did not run (service_unavailable 10)" in gate.out
+    assert "10 of 10 attempts did not run (connect_error 10)" in gate.out
     assert invoke("report", "again", "--project", project, "--fail-under", "0.5").status == 0
 
 
@@ -351,3 +397,13 @@ def test_an_outage_in_the_junit_file_is_an_error(outage: Path, tmp_path: Path) -
     assert against.result[0]._tag == "error"
     assert against.result[0].message.startswith("inconclusive: too many attempts did not run")
     assert SECRET not in path.read_text(encoding="utf-8")
+
+
+def test_plan_says_what_it_needs_for_a_first_run_of_one_attempt(outage: Path) -> None:
+    planned = invoke("plan", "--project", outage, "--run", "up", "--json")
+    assert planned.status == 0, planned.err
+    gates = planned.json()["groups"]["gates"]
+    assert gates["detectable_drop"] is None and gates["cases_needed"] is None
+    assert "earlier run" in gates["needs"]
+    text = invoke("plan", "--project", outage, "--run", "up").out
+    assert "gates: cannot tell yet; needs an earlier run" in text
