@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Split
@@ -252,9 +253,14 @@ def previous_attempts(runs_dir: Path, manifest: Manifest) -> RunAttempts | None:
         return None
 
 
-_Pair = tuple[str, CaseAttempts, float, float]
-"""A paired case: its id, its attempts in the run, and its two like-with-like rates."""
-_Group = tuple[str, ...]
+class _Pair(NamedTuple):
+    """A paired case and its two rates over the same attempts (like with like)."""
+
+    case_id: str
+    suite: str
+    split: Split
+    now: float
+    before: float
 
 
 def _pairs(now: RunAttempts, baseline: RunAttempts) -> tuple[list[_Pair], int, int, int]:
@@ -268,12 +274,11 @@ def _pairs(now: RunAttempts, baseline: RunAttempts) -> tuple[list[_Pair], int, i
             changed += 1
         elif (m := min(len(current.passes), len(before.passes))) == 0:
             unrun += 1
-        else:
-            paired.append((case_id, current, current.first(m), before.first(m)))
+        elif current.suite is not None and current.split is not None:
+            pair = _Pair(case_id, current.suite, current.split, current.first(m), before.first(m))
+            paired.append(pair)
     order = {name: index for index, name in enumerate(now.suites)}
-    paired.sort(
-        key=lambda pair: (order.get(pair[1].suite or "", len(order)), pair[1].suite, pair[0])
-    )
+    paired.sort(key=lambda pair: (order.get(pair.suite, len(order)), pair.suite, pair.case_id))
     return paired, changed, unpaired, unrun
 
 
@@ -298,18 +303,18 @@ def compare_rates(
             f"not {now.project!r}: only runs of one project compare"
         )
     paired, changed, unpaired, unrun = _pairs(now, baseline)
-    members: dict[_Group, list[_Pair]] = {("overall",): paired}
+    members: dict[tuple[str, str], list[_Pair]] = {("overall", ""): paired}
     for pair in paired:
-        members.setdefault(("suite", pair[1].suite or ""), []).append(pair)
-    for split in sorted({pair[1].split or "dev" for pair in paired}):
-        members[("split", split)] = [pair for pair in paired if pair[1].split == split]
+        members.setdefault(("suite", pair.suite), []).append(pair)
+    for split in sorted({pair.split for pair in paired}):
+        members[("split", split)] = [pair for pair in paired if pair.split == split]
     figures = {
-        key: paired_figures([p[2] for p in group], [p[3] for p in group])
+        key: paired_figures([p.now for p in group], [p.before for p in group])
         for key, group in members.items()
     }
     family = holm({key: f.p_value for key, f in figures.items() if f.changed})
     inconclusive = now.inconclusive(max_unrun) or baseline.inconclusive(max_unrun)
-    groups: dict[_Group, PairedGroup] = {}
+    groups: dict[tuple[str, str], PairedGroup] = {}
     for key, f in figures.items():
         p_holm = family.get(key, 1.0)
         groups[key] = PairedGroup(
@@ -328,10 +333,13 @@ def compare_rates(
         )
     changes = [
         CaseChange(
-            case_id=case_id, suite=case.suite or "", pass_rate=rate, baseline_pass_rate=before
+            case_id=pair.case_id,
+            suite=pair.suite,
+            pass_rate=pair.now,
+            baseline_pass_rate=pair.before,
         )
-        for case_id, case, rate, before in paired
-        if case.split == "dev" and rate != before
+        for pair in paired
+        if pair.split == "dev" and pair.now != pair.before
     ]
     return Comparison(
         run_id=now.run_id,
@@ -342,7 +350,7 @@ def compare_rates(
         unrun_cases=unrun,
         unrun=UnrunPair(run=now.unrun, baseline=baseline.unrun),
         inconclusive=inconclusive,
-        overall=groups[("overall",)],
+        overall=groups[("overall", "")],
         suites={key[1]: group for key, group in groups.items() if key[0] == "suite"},
         splits={key[1]: group for key, group in groups.items() if key[0] == "split"},
         regressions=tuple(c for c in changes if c.pass_rate < c.baseline_pass_rate),
