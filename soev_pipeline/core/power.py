@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .stats import ALPHA, EXACT_UP_TO, binomial_cdf, log_binomial_pmf, sign_test
+from .stats import ALPHA, EXACT_UP_TO, binomial_cdf, log_binomial_pmf
 
 POWER = 0.8
 """The power that `detectable_drop` and `cases_needed` promise."""
@@ -130,37 +130,61 @@ class _CriticalValues:
     """c[N]: the most improved pairs out of N changed pairs at which the sign test still
     rejects at α (−1 when it cannot), for N = 0, 1, ... as far as asked.
 
-    c[N + 1] is c[N] or c[N] + 1. Up to `EXACT_UP_TO` each is decided with `sign_test`
-    itself; beyond, the tail P(Bin(N, ½) ≤ c[N]) is carried from N to N + 1 in a step.
+    c[N + 1] is c[N] or c[N] + 1, so each step tries one candidate, carrying the tail
+    S = Σ_{i ≤ c} C(N, i) from N to N + 1 (S' = 2S − C(N, c)): up to `EXACT_UP_TO` in whole
+    numbers, deciding as `sign_test` does (the same correctly rounded 2S / 2^N), beyond in
+    floating point.
     """
 
     def __init__(self, alpha: float) -> None:
         self.alpha = alpha
         self.values = [-1]
-        self.tail = 0.0
+        self.tail = 0  # Σ_{i ≤ c} C(N, i) for the last N, whole up to EXACT_UP_TO
+        self.term = 0  # C(N, c)
+        self.share = 0.0  # the tail over 2^N, beyond EXACT_UP_TO
 
     def __getitem__(self, changed: int) -> int:
-        values = self.values
-        while len(values) <= changed:
-            total = len(values)
-            last = values[-1]
-            step = last + 1
-            if total <= EXACT_UP_TO:
-                rejects = step < total - step and sign_test(step, total - step) < self.alpha
-                values.append(step if rejects else last)
-                self.tail = binomial_cdf(values[-1], total, 0.5)
-                continue
-            tail = self.tail
-            if last >= 0:
-                tail -= 0.5 * math.exp(log_binomial_pmf(last, total - 1, 0.5))
-            wider = tail + math.exp(log_binomial_pmf(step, total, 0.5))
-            if 2 * wider < self.alpha:
-                values.append(step)
-                self.tail = wider
+        while len(self.values) <= changed:
+            if len(self.values) <= EXACT_UP_TO:
+                self._exact_step()
             else:
-                values.append(last)
-                self.tail = tail
-        return values[changed]
+                self._float_step()
+        return self.values[changed]
+
+    def _exact_step(self) -> None:
+        total = len(self.values)  # the N to decide, from N − 1
+        last = self.values[-1]
+        tail, term = self.tail, self.term
+        if last >= 0:
+            tail = 2 * tail - term  # Σ_{i ≤ c} C(N, i)
+            term = term * total // (total - last)  # C(N, c)
+            wider = term * (total - last) // (last + 1)  # C(N, c + 1)
+        else:
+            wider = 1  # C(N, 0)
+        step = last + 1
+        if step < total - step and 2 * (tail + wider) / (1 << total) < self.alpha:
+            self.values.append(step)
+            self.tail, self.term = tail + wider, wider
+        else:
+            self.values.append(last)
+            self.tail, self.term = tail, term
+        if total == EXACT_UP_TO:
+            self.share = self.tail / (1 << total)
+
+    def _float_step(self) -> None:
+        total = len(self.values)
+        last = self.values[-1]
+        share = self.share
+        if last >= 0:
+            share -= 0.5 * math.exp(log_binomial_pmf(last, total - 1, 0.5))
+        step = last + 1
+        wider = share + math.exp(log_binomial_pmf(step, total, 0.5))
+        if 2 * wider < self.alpha:
+            self.values.append(step)
+            self.share = wider
+        else:
+            self.values.append(last)
+            self.share = share
 
 
 @lru_cache(maxsize=8)
