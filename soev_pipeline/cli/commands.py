@@ -184,8 +184,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     rate = report.overall.pass_rate
     if args.fail_under is not None and report.inconclusive:
         print(
-            f"soev-evals: the quality gate cannot decide: "
-            f"{report.unrun.describe()} of {report.expected_attempts}, more than 5 %",
+            "soev-evals: the quality gate cannot decide: "
+            f"{report.unrun.describe(report.expected_attempts)}, more than 5 %",
             file=sys.stderr,
         )
         return EXIT_INCONCLUSIVE

@@ -7,14 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from soev_pipeline.run.plan import GroupPlan
-from soev_pipeline.run.results import (
-    Comparison,
-    GroupFigures,
-    Interval,
-    PairedGroup,
-    Report,
-    UnrunTally,
-)
+from soev_pipeline.run.results import Comparison, GroupFigures, Interval, PairedGroup, Report
 from soev_pipeline.text import shorten
 
 SMALL_GROUP = 5
@@ -91,17 +84,6 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def unrun_line(label: str, tally: UnrunTally, planned: int | None = None) -> str:
-    """How many attempts of a run did not run, and why: `run r2: 15 of 100 attempts did
-    not run (connect_error 12, http_503 3)`."""
-    if not tally.attempts:
-        return f"{label}: every attempt ran"
-    codes = ", ".join(f"{code} {count}" for code, count in tally.codes.items())
-    of = f" of {planned}" if planned is not None else ""
-    noun = "attempt" if tally.attempts == 1 and planned is None else "attempts"
-    return f"{label}: {tally.attempts}{of} {noun} did not run ({codes})"
-
-
 def render_comparison(comparison: Comparison) -> str:
     """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p after
     Holm, verdict), then the attempts that did not run, the counts and the dev cases that
@@ -125,14 +107,8 @@ def render_comparison(comparison: Comparison) -> str:
         _table(rows, ["group", "pairs", "baseline → now", "Δ [95% CI]", "p (Holm)", "verdict"]),
         "",
         *_small({name: group.pairs for name, group in groups}, "pairs"),
-        "attempts that did not run: "
-        + "; ".join(
-            unrun_line(f"{label} {run_id}", tally)
-            for label, run_id, tally in (
-                ("run", comparison.run_id, comparison.unrun.run),
-                ("baseline", comparison.baseline_id, comparison.unrun.baseline),
-            )
-        ),
+        f"attempts that did not run: run {comparison.run_id}: {comparison.unrun.run.describe()}; "
+        f"baseline {comparison.baseline_id}: {comparison.unrun.baseline.describe()}",
     ]
     if comparison.inconclusive:
         lines.append(
@@ -180,8 +156,8 @@ def render_report(report: Report) -> str:
     ]
     if report.unrun.attempts:
         lines.append(
-            unrun_line("attempts that did not run", report.unrun, report.expected_attempts)
-            + "; they count as failed"
+            f"attempts that did not run: {report.unrun.describe(report.expected_attempts)}; "
+            "they count as failed"
         )
         if report.inconclusive:
             lines.append(

@@ -80,11 +80,14 @@ class UnrunTally(FrozenModel):
     attempts: int = 0
     codes: dict[str, int] = Field(default_factory=dict)
 
-    def describe(self) -> str:
-        """E.g. `15 attempts did not run (connect_error 12, http_503 3)`."""
+    def describe(self, planned: int | None = None) -> str:
+        """E.g. `15 of 100 attempts did not run (connect_error 12, http_503 3)`, with `of
+        100` when `planned` is given."""
         if not self.attempts:
             return "every attempt ran"
         codes = ", ".join(f"{code} {count}" for code, count in self.codes.items())
+        if planned is not None:
+            return f"{self.attempts} of {planned} attempts did not run ({codes})"
         noun = "attempt" if self.attempts == 1 else "attempts"
         return f"{self.attempts} {noun} did not run ({codes})"
 
