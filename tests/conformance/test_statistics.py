@@ -241,6 +241,8 @@ def test_plan_says_what_the_suite_detects(gated: tuple[Path, Switch]) -> None:
         (("compare", "good", "good"), 1, "its own baseline"),
         (("compare", "bad", "good", "--alpha", "0"), 2, "--alpha"),
         (("compare", "bad", "good", "--alpha", "1.5"), 2, "--alpha"),
+        (("compare", "bad", "good", "--max-unrun", "1.5"), 2, "--max-unrun"),
+        (("compare", "bad", "good", "--max-unrun", "veel"), 2, "--max-unrun"),
         (("report", "bad", "--fail-under", "2"), 2, "--fail-under"),
         (("report", "bad", "--fail-under", "-0.1"), 2, "--fail-under"),
         (("plan", "--drop", "0"), 2, "--drop"),
