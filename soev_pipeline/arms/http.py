@@ -37,9 +37,11 @@ _MAX_ERROR_BODY = 16 * 1024
 class TurnFailed(Exception):
     """A turn failed; the arm records `failure` in the evidence instead of raising."""
 
-    def __init__(self, code: str, detail: str = "") -> None:
+    def __init__(self, code: str, detail: str = "", *, http_status: int | None = None) -> None:
         super().__init__(code)
-        self.failure = Failure(code=code, detail=shorten(detail, MAX_DETAIL))
+        self.failure = Failure(
+            code=code, detail=shorten(detail, MAX_DETAIL), http_status=http_status
+        )
 
 
 @contextmanager
@@ -129,6 +131,8 @@ async def failure_of(response: httpx.Response) -> TurnFailed:
 
     The code is the problem+json `code` (or an OpenAI-style `error.code`), else
     `http_<status>`; the detail starts with the status and quotes the body's own detail.
+    The status is kept on the failure too: a 503 whose body names its own code still did
+    not run (`run.unrun`).
     """
     body = bytearray()
     try:
@@ -143,7 +147,7 @@ async def failure_of(response: httpx.Response) -> TurnFailed:
     code, detail = _problem(bytes(body))
     status = response.status_code
     text = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
-    return TurnFailed(code or f"http_{status}", text)
+    return TurnFailed(code or f"http_{status}", text, http_status=status)
 
 
 def _problem(body: bytes) -> tuple[str | None, str]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from soev_pipeline import api
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.power import POWER
+from soev_pipeline.core.stats import ALPHA
 from soev_pipeline.project import (
     SEAL_FILE,
     ProjectPaths,
@@ -19,7 +21,14 @@ from soev_pipeline.project import (
     write_seal,
 )
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
-from soev_pipeline.run.compare import compare_runs, latest_run, previous_run, read_rates
+from soev_pipeline.run.compare import (
+    compare_rates,
+    compare_runs,
+    latest_run,
+    previous_attempts,
+    previous_run,
+    read_attempts,
+)
 from soev_pipeline.run.heap import frozen_heap
 from soev_pipeline.run.junit import write_junit
 from soev_pipeline.run.manifest import check_same_project
@@ -27,7 +36,7 @@ from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 
-from .errors import EXIT_GATE, EXIT_OK, interrupted
+from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, interrupted
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status
@@ -132,10 +141,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_report(report))
     if args.junit is not None:
-        write_junit(args.junit.resolve(), report, read_rates(archive))
+        write_junit(args.junit.resolve(), report, read_attempts(archive))
     if args.html is not None:
         write_html(args, paths, archive)
     rate = report.overall.pass_rate
+    if args.fail_under is not None and report.inconclusive:
+        print(
+            "soev-evals: the quality gate cannot decide: "
+            f"{report.unrun.describe(report.expected_attempts)}, more than 5 %",
+            file=sys.stderr,
+        )
+        return EXIT_INCONCLUSIVE
     if args.fail_under is not None and (rate is None or rate < args.fail_under):
         shown = "none" if rate is None else f"{100 * rate:.1f} %"
         print(
@@ -158,20 +174,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     manifest = run.manifest()
     check_same_project(manifest, project.name)
     if args.baseline == "previous":
-        baseline = previous_run(paths.runs, manifest)
+        baseline = previous_run(paths.runs, manifest, max_unrun=args.max_unrun)
         if baseline is None:
             raise ProjectError(
                 f"{paths.runs}: run {run.run_id!r} has no earlier run of project "
-                f"{project.name!r} with a report to compare with"
+                f"{project.name!r} with a report, of whose attempts at most "
+                f"{100 * args.max_unrun:g} % did not run, to compare with"
             )
     else:
         baseline = RunArchive(paths.runs, check_run_id(args.baseline))
         check_same_project(baseline.manifest(), project.name)
-    comparison = compare_runs(run, baseline, alpha=args.alpha)
+    comparison = compare_runs(run, baseline, alpha=args.alpha, max_unrun=args.max_unrun)
     if args.json:
         _print_json(comparison.model_dump(mode="json"))
     else:
         sys.stdout.write(render_comparison(comparison))
+    if args.fail_on_regression and comparison.inconclusive:
+        print(
+            f"soev-evals: the quality gate cannot decide: {comparison.why_inconclusive()} "
+            f"(more than {100 * args.max_unrun:g} % of a run's attempts)",
+            file=sys.stderr,
+        )
+        return EXIT_INCONCLUSIVE
     if args.fail_on_regression and comparison.regressed:
         print(
             f"soev-evals: quality gate failed: run {run.run_id!r} regressed significantly "
@@ -198,7 +222,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_same_project(manifest, project.name)
     k = args.k or manifest.k
     suites = [entry.name for entry in project.suites]
-    groups = plan(read_rates(run), suites, run_k=manifest.k, k=k, drop=args.drop)
+    attempts = read_attempts(run)
+    comparison = None
+    if manifest.k == 1:
+        before = previous_attempts(paths.runs, manifest)
+        comparison = compare_rates(attempts, before) if before is not None else None
+    groups = plan(attempts, suites, k=k, drop=args.drop, comparison=comparison)
     if args.json:
         _print_json(
             {
@@ -206,8 +235,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 "run_k": manifest.k,
                 "k": k,
                 "drop": args.drop,
-                "alpha": 0.05,
-                "power": 0.8,
+                "alpha": ALPHA,
+                "power": POWER,
                 "groups": {group.name: asdict(group) for group in groups},
             }
         )

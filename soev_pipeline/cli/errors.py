@@ -15,6 +15,8 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_GATE = 3
 """The quality gate failed: `compare --fail-on-regression`, `report --fail-under`."""
+EXIT_INCONCLUSIVE = 4
+"""The gate could not decide: too many attempts did not run (SPEC.md section 10)."""
 EXIT_INTERRUPTED = 130
 
 

@@ -120,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-under",
         type=_fraction(False, False),
         metavar="P",
-        help="exit 3 when the overall pass rate is below P (a fraction, 0 to 1)",
+        help="exit 3 when the overall pass rate is below P (a fraction, 0 to 1), and 4 when "
+        "more than 5 %% of the run's attempts did not run",
     )
     report.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE")
     report.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
@@ -135,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         "baseline",
         type=_baseline,
         metavar="BASELINE",
-        help="a run id, or 'previous' for the newest earlier run with a report",
+        help="a run id, or 'previous' for the newest earlier run with a report that is not "
+        "inconclusive by itself",
     )
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument(
@@ -146,9 +148,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="the significance level (default 0.05)",
     )
     compare.add_argument(
+        "--max-unrun",
+        type=_fraction(False, False),
+        default=0.05,
+        metavar="F",
+        help="the comparison is inconclusive when more than this share of a run's attempts "
+        "did not run (default 0.05)",
+    )
+    compare.add_argument(
         "--fail-on-regression",
         action="store_true",
-        help="exit 3 when a group (overall, a suite, a split) regressed significantly",
+        help="exit 3 when a group (overall, a suite, a split) regressed significantly, and 4 "
+        "when the comparison is inconclusive",
     )
     _add_project(compare)
     _add_runs_dir(compare)
@@ -170,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--run",
         type=_run_id,
         metavar="RUN",
-        help="the run to take the variance from (default: the latest)",
+        help="the run to measure (default: the latest with a report)",
     )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     _add_project(plan)

@@ -10,6 +10,9 @@ from soev_pipeline.run.plan import GroupPlan
 from soev_pipeline.run.results import Comparison, GroupFigures, Interval, PairedGroup, Report
 from soev_pipeline.text import shorten
 
+SMALL_GROUP = 5
+"""Below this many cases (or pairs) an interval says little: the plain output says so."""
+
 
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f} %"
@@ -39,6 +42,17 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
     frame = pd.DataFrame(list(rows), columns=list(columns))
     return str(frame.to_string(index=False))
+
+
+def _small(counts: Mapping[str, int], noun: str) -> list[str]:
+    """A line naming the groups with fewer than `SMALL_GROUP` cases, when there are any."""
+    small = [f"{name} ({count})" for name, count in counts.items() if 0 < count < SMALL_GROUP]
+    if not small:
+        return []
+    return [
+        f"fewer than {SMALL_GROUP} {noun}: {', '.join(small)}; their intervals and tests say "
+        "little (docs/statistics.md)"
+    ]
 
 
 def _groups(title: str, groups: Mapping[str, GroupFigures]) -> str:
@@ -71,31 +85,41 @@ def _p(value: float | None) -> str:
 
 
 def render_comparison(comparison: Comparison) -> str:
-    """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p, verdict),
-    then the counts and the dev cases that changed."""
-    groups: list[tuple[str, PairedGroup]] = [("overall", comparison.overall)]
-    groups += [(f"suite {name}", group) for name, group in comparison.suites.items()]
-    groups += [(f"split {name}", group) for name, group in comparison.splits.items()]
+    """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p after
+    Holm, verdict), then the attempts that did not run, the counts and the dev cases that
+    changed."""
+    groups = list(comparison.groups().items())
     rows = [
         {
             "group": name,
             "pairs": group.pairs,
             "baseline → now": f"{_percent(group.baseline_pass_rate)} → {_percent(group.pass_rate)}",
             "Δ [95% CI]": _delta(group),
-            "p": _p(group.p_holm if group.p_holm is not None else group.p_value),
+            "p (Holm)": _p(group.p_holm if group.p_holm is not None else group.p_value),
             "verdict": group.verdict,
         }
         for name, group in groups
     ]
     lines = [
         f"run {comparison.run_id} against baseline {comparison.baseline_id} "
-        f"(alpha {comparison.alpha:g}; suites use Holm-adjusted p)",
+        f"(alpha {comparison.alpha:g}; p is Holm-adjusted over the groups with a changed pair)",
         "",
-        _table(rows, ["group", "pairs", "baseline → now", "Δ [95% CI]", "p", "verdict"]),
+        _table(rows, ["group", "pairs", "baseline → now", "Δ [95% CI]", "p (Holm)", "verdict"]),
         "",
-        f"cases changed since the baseline (not paired): {comparison.changed_cases}; "
-        f"cases in one run only: {comparison.unpaired_cases}",
+        *_small({name: group.pairs for name, group in groups}, "pairs"),
+        f"attempts that did not run: run {comparison.run_id}: {comparison.unrun.run.describe()}; "
+        f"baseline {comparison.baseline_id}: {comparison.unrun.baseline.describe()}",
     ]
+    if comparison.inconclusive:
+        lines.append(
+            "inconclusive: too many attempts did not run for the comparison to decide; "
+            "run again once the system answers"
+        )
+    lines.append(
+        f"cases changed since the baseline (not paired): {comparison.changed_cases}; "
+        f"cases in one run only: {comparison.unpaired_cases}; "
+        f"cases without an attempt that ran in both: {comparison.unrun_cases}"
+    )
     for title, changes in (
         ("dev cases that regressed", comparison.regressions),
         ("dev cases that improved", comparison.improvements),
@@ -121,7 +145,27 @@ def render_report(report: Report) -> str:
         "",
         _groups("split", {**report.splits, "overall": report.overall}),
         "",
+        *_small(
+            {
+                **{f"suite {name}": figures.cases for name, figures in report.suites.items()},
+                **{f"split {name}": figures.cases for name, figures in report.splits.items()},
+                "overall": report.overall.cases,
+            },
+            "cases",
+        ),
     ]
+    if report.unrun.attempts:
+        lines.append(
+            f"attempts that did not run: {report.unrun.describe(report.expected_attempts)}; "
+            "they count as failed"
+        )
+        if report.inconclusive:
+            lines.append(
+                "inconclusive: more than 5 % of the attempts did not run; these figures "
+                "say more about the system's availability than about its answers"
+            )
+    if lines[-1]:
+        lines.append("")
     criteria = [
         {
             "criterion": kind,
@@ -140,7 +184,9 @@ def render_report(report: Report) -> str:
         for case in failing:
             lines.append(f"  {case.case_id} ({case.suite}): pass rate {_percent(case.pass_rate)}")
             for attempt in case.attempts:
-                if attempt.passed:
+                if attempt.unrun is not None:
+                    lines.append(f"    attempt {attempt.attempt}: did not run: {attempt.unrun}")
+                if attempt.passed or attempt.unrun is not None:
                     continue
                 for verdict in attempt.verdicts:
                     if verdict.status in ("fail", "error"):
@@ -165,34 +211,39 @@ def _points(value: float | None) -> str:
 def render_plan(
     groups: Sequence[GroupPlan], *, run_id: str, run_k: int, k: int, drop: float
 ) -> str:
-    """The power plan as a table: what each suite detects now, and the cases it needs."""
-    needed = f"cases for {100 * drop:.0f} pt"
+    """The power plan as a table: what each group detects now, and the cases it needs."""
+    needed = f"cases for {100 * drop:.0f} pt at k={k}"
     rows = [
         {
             "group": group.name,
             "cases": group.cases,
             "pass rate": _percent(group.pass_rate),
-            "case sd": _number(group.case_sd),
             "detects now": _points(group.detectable_drop),
-            needed: "—"
-            if group.cases_needed is None
-            else f"{group.cases_needed}{'*' if group.variance_floor else ''}",
+            needed: "—" if group.cases_needed is None else str(group.cases_needed),
         }
         for group in groups
     ]
     lines = [
-        f"power from run {run_id} (k={run_k}), for k={k}: the drop in pass rate a paired "
-        "comparison detects with 80 % power at alpha 0.05",
+        f"power from run {run_id} (k={run_k}): the drop in pass rate that compare detects "
+        "with 80 % power at alpha 0.05 (one group alone, a drop that scales every case), "
+        "and the cases that detect a given drop",
         "",
-        _table(rows, ["group", "cases", "pass rate", "case sd", "detects now", needed]),
+        _table(rows, ["group", "cases", "pass rate", "detects now", needed]),
+        "",
     ]
-    if any(group.variance_floor for group in groups):
-        lines += [
-            "",
-            f"* the cases barely varied; counted with the variance of a {100 * drop:.0f} pt "
-            "drop in which cases flip",
-        ]
-    return "\n".join(lines) + "\n"
+    sources = sorted({group.variance_from for group in groups if group.variance_from})
+    if sources:
+        lines.append(f"the variance between attempts comes from: {'; '.join(sources)}")
+    for group in groups:
+        if group.needs is not None:
+            lines.append(f"{group.name}: cannot tell yet; needs {group.needs}")
+        elif group.note is not None:
+            lines.append(f"{group.name}: no number of cases: {group.note}")
+        elif group.detectable_drop is None and group.cases >= 2:
+            lines.append(
+                f"{group.name}: no drop is detected with 80 % power by {group.cases} cases"
+            )
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def write_report_json(report: Report, out: TextIO) -> None:

@@ -189,10 +189,15 @@ class Usage(FrozenModel):
 
 
 class Failure(FrozenModel):
-    """Why a turn failed: a short code and a detail."""
+    """Why a turn failed: a short code, a detail, and the HTTP status when there was one.
+
+    `http_status` is left out of the JSON when None, so evidence without an HTTP error
+    reads and writes as it did before the field existed.
+    """
 
     code: str
     detail: str = ""
+    http_status: int | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Turn(FrozenModel):

@@ -1,25 +1,29 @@
-"""Error bars, paired comparisons and power for pass rates (SPEC.md section 10).
+"""Error bars and paired comparisons of pass rates (SPEC.md section 10).
 
-The unit is the case: the k attempts of a case are one cluster, summed up in its pass rate
+The unit is the case: the attempts of a case are one cluster, summed up in its pass rate
 `s_i`. Every figure here is a plain formula over those rates; docs/statistics.md explains
-each one with a worked example. Plain Python with `math` only.
+each one with a worked example. The power of a comparison, which needs more than a
+formula, is in `core.power`. Plain Python with `math` only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 Z95 = 1.96
 """The two-sided 95 % quantile of the normal distribution."""
-Z80 = 0.8416
-"""The one-sided 80 % quantile: 80 % power."""
 ALPHA = 0.05
 """The default significance level of a comparison."""
+EXACT_UP_TO = 1000
+"""Up to this many changed pairs the sign test is computed in whole numbers, exactly; above,
+in floating point from the logarithms of its terms (relative error below 1e-9)."""
 
-Verdict = Literal["regressed", "improved", "unchanged"]
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +34,6 @@ class RateFigures:
     pass_rate: float | None
     stderr: float | None
     ci95: tuple[float, float] | None
-    detectable_drop: float | None
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -55,7 +58,7 @@ def wilson(p: float, m: float, z: float = Z95) -> tuple[float, float]:
 
 
 def rate_figures(rates: Sequence[float]) -> RateFigures:
-    """The pass rate of a group of case rates with its stderr, ci95 and detectable drop.
+    """The pass rate of a group of case rates with its stderr and ci95.
 
     The interval is Wilson's with the effective sample size m = p (1 − p) / stderr², which
     makes it as wide as the clustered stderr says, while staying inside [0, 1]; when that
@@ -63,12 +66,68 @@ def rate_figures(rates: Sequence[float]) -> RateFigures:
     """
     n = len(rates)
     if n == 0:
-        return RateFigures(0, None, None, None, None)
+        return RateFigures(0, None, None, None)
     p = _mean(rates)
     stderr = clustered_stderr(rates)
     m = p * (1 - p) / stderr**2 if stderr and 0 < p < 1 else float(n)
-    drop = (Z95 + Z80) * math.sqrt(2) * stderr if stderr is not None else None
-    return RateFigures(n, p, stderr, wilson(p, m), drop)
+    return RateFigures(n, p, stderr, wilson(p, m))
+
+
+def log_binomial_pmf(i: int, n: int, p: float) -> float:
+    """log P(Bin(n, p) = i), for 0 ≤ i ≤ n and 0 < p < 1."""
+    return (
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * math.log(p)
+        + (n - i) * math.log1p(-p)
+    )
+
+
+_NEGLIGIBLE = 1e-17
+
+
+def binomial_cdf(i: int, n: int, p: float) -> float:
+    """P(Bin(n, p) ≤ i), in floating point.
+
+    Below the mode the lower tail is summed from `i` down, above it the upper tail from
+    `i + 1` up, each from its largest term until the terms no longer count: O(√n) terms.
+    """
+    if i < 0:
+        return 0.0
+    if i >= n or p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    odds = p / (1 - p)
+    if i < (n + 1) * p - 1:
+        term = math.exp(log_binomial_pmf(i, n, p))
+        total = term
+        j = i
+        while j > 0 and term > _NEGLIGIBLE * total:
+            term *= j / ((n - j + 1) * odds)
+            total += term
+            j -= 1
+        return min(1.0, total)
+    term = math.exp(log_binomial_pmf(i + 1, n, p))
+    total = term
+    j = i + 1
+    while j < n and term > _NEGLIGIBLE * total:
+        term *= (n - j) / (j + 1) * odds
+        total += term
+        j += 1
+    return max(0.0, 1.0 - total)
+
+
+def _half_tail(j: int, n: int) -> float:
+    """P(Bin(n, ½) ≤ j): exact (as the nearest float) up to `EXACT_UP_TO` trials."""
+    if n > EXACT_UP_TO:
+        return binomial_cdf(j, n, 0.5)
+    term = total = 1
+    for i in range(j):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return total / (1 << n)
 
 
 def sign_test(improved: int, regressed: int) -> float:
@@ -81,24 +140,23 @@ def sign_test(improved: int, regressed: int) -> float:
     total = improved + regressed
     if total == 0:
         return 1.0
-    tail = sum(math.comb(total, i) for i in range(min(improved, regressed) + 1))
-    return min(1.0, 2 * tail / float(2**total))
+    return min(1.0, 2 * _half_tail(min(improved, regressed), total))
 
 
-def holm(p_values: Mapping[str, float]) -> dict[str, float]:
-    """Holm's step-down adjustment of a family of p-values, by the same names.
+def holm(p_values: Mapping[Key, float]) -> dict[Key, float]:
+    """Holm's step-down adjustment of a family of p-values, by the same keys.
 
     Sorted ascending, the i-th of m (from 1) becomes max over j ≤ i of min(1, (m − j + 1) p_j).
     Tied p-values get the same adjusted value, whatever their order.
     """
     ordered = sorted(p_values.items(), key=lambda item: item[1])
     size = len(ordered)
-    adjusted: dict[str, float] = {}
+    adjusted: dict[Key, float] = {}
     running = 0.0
-    for index, (name, p) in enumerate(ordered):
+    for index, (key, p) in enumerate(ordered):
         running = max(running, min(1.0, (size - index) * p))
-        adjusted[name] = running
-    return {name: adjusted[name] for name in p_values}
+        adjusted[key] = running
+    return {key: adjusted[key] for key in p_values}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +173,11 @@ class PairedFigures:
     regressed: int
     unchanged: int
     p_value: float
+
+    @property
+    def changed(self) -> int:
+        """The pairs whose rate went up or down: those the sign test counts."""
+        return self.improved + self.regressed
 
 
 def paired_figures(now: Sequence[float], baseline: Sequence[float]) -> PairedFigures:
@@ -161,58 +224,3 @@ def verdict(delta: float | None, p_value: float, alpha: float = ALPHA) -> Verdic
     if delta < 0:
         return "regressed"
     return "improved" if delta > 0 else "unchanged"
-
-
-@dataclass(frozen=True, slots=True)
-class CaseVariance:
-    """How much case rates vary, split into what differs between cases and attempt noise.
-
-    `between` is the variance of the cases' true pass rates; `within` the mean binomial
-    variance p_i (1 − p_i) of one attempt. A case rate over k attempts then varies by
-    between + within / k. From a run with one attempt per case the two cannot be told
-    apart: all of it counts as `between`, so more attempts are not assumed to help.
-    """
-
-    between: float
-    within: float
-
-    def at(self, k: int) -> float:
-        """The variance of one case's pass rate over `k` attempts."""
-        return self.between + self.within / k
-
-
-def case_variance(rates: Sequence[float], k: int) -> CaseVariance:
-    """Estimate the variance parts from the case rates of a run with `k` attempts per case.
-
-    The within-case part is unbiased: s_i (1 − s_i) k / (k − 1) per case. The between-case
-    part is the sample variance of the rates less within / k, never below 0.
-    """
-    n = len(rates)
-    if n < 2:
-        return CaseVariance(0.0, 0.0)
-    p = _mean(rates)
-    total = math.fsum((rate - p) ** 2 for rate in rates) / (n - 1)
-    if k < 2:
-        return CaseVariance(total, 0.0)
-    within = _mean([rate * (1 - rate) * k / (k - 1) for rate in rates])
-    return CaseVariance(max(0.0, total - within / k), within)
-
-
-def detectable_drop(variance: float, n: int) -> float | None:
-    """The drop that a paired comparison of n cases detects with 80 % power at α = 0.05.
-
-    (1.96 + 0.8416) · sqrt(2) · sqrt(variance / n), as `detectable_drop` of one run.
-    """
-    if n < 1:
-        return None
-    return (Z95 + Z80) * math.sqrt(2 * variance / n)
-
-
-def cases_needed(variance: float, drop: float) -> int:
-    """The number of cases whose detectable drop (see above) is at most `drop`.
-
-    n = ⌈ 2 (1.96 + 0.8416)² variance / drop² ⌉, and at least 2 (a stderr needs two cases).
-    """
-    if drop <= 0:
-        raise ValueError("the drop must be above 0")
-    return max(2, math.ceil(2 * (Z95 + Z80) ** 2 * variance / drop**2 - 1e-9))

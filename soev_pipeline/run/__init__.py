@@ -2,7 +2,7 @@
 
 from .archive import RunArchive, check_run_id, list_runs, new_run_id
 from .attempts import plan_attempts, run_attempts, select_cases
-from .compare import compare_rates, compare_runs, previous_run, read_rates
+from .compare import compare_rates, compare_runs, previous_run, read_attempts
 from .grading import grade_attempt, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable
 from .report import build_report, read_report
@@ -60,7 +60,7 @@ __all__ = [
     "pass_at_k_estimate",
     "plan_attempts",
     "previous_run",
-    "read_rates",
+    "read_attempts",
     "read_report",
     "run_attempts",
     "score_attempt",

@@ -16,42 +16,51 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 
-from .archive import REPORT, RunArchive, naming, write_json_atomically
-from .compare import CaseRate, RunRates, compare_rates
+from .archive import MANIFEST, REPORT, RunArchive, naming, write_json_atomically
+from .compare import AttemptsCollector, RunAttempts, compare_rates
 from .grading import iter_graded
 from .manifest import Manifest
+from .plan import group_drop
 from .results import (
     AttemptResult,
     CaseResult,
     GradedAttempt,
     GradingSummary,
+    GroupFigures,
+    PairedGroup,
     PublicVerdict,
     Report,
     StatusCounts,
 )
-from .scoring import AttemptScore, CaseFigures, aggregate, case_figures
+from .scoring import AttemptScore, aggregate, case_figures
+from .unrun import INTERRUPTED, AttemptLedger, read_ledger, too_many
 
 
 class _DevCases:
     """The attempts of the dev cases of a scoring, collected to list them in a report.
 
-    Equal verdicts share one `PublicVerdict` (frozen): most verdicts of a large run repeat
-    one another, and the case list is the largest part of a report in memory.
+    An attempt that did not run is listed as not passed, with its code; a planned attempt
+    without evidence (interrupted) is listed without verdicts. Equal verdicts share one
+    `PublicVerdict` (frozen): most verdicts of a large run repeat one another, and the
+    case list is the largest part of a report in memory.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, collector: AttemptsCollector) -> None:
+        self._collector = collector
         self._attempts: dict[str, list[AttemptResult]] = defaultdict(list)
         self._suite: dict[str, str] = {}
         self._verdicts: dict[tuple[str, str, str, float, bool], PublicVerdict] = {}
 
     def add(self, attempt: GradedAttempt) -> None:
         self._suite[attempt.case_id] = attempt.suite
+        unrun = self._collector.unrun_code(attempt.case_id, attempt.attempt)
         self._attempts[attempt.case_id].append(
             AttemptResult(
                 attempt=attempt.attempt,
-                passed=attempt.passed,
+                passed=attempt.passed and unrun is None,
                 score=attempt.score,
                 verdicts=tuple(self._public(verdict) for verdict in attempt.verdicts),
+                unrun=unrun,
             )
         )
 
@@ -67,8 +76,15 @@ class _DevCases:
         order = {name: index for index, name in enumerate(suites)}
         cases = []
         for case_id in sorted(self._attempts, key=lambda c: (order.get(self._suite[c], 0), c)):
-            attempts = self._attempts[case_id]
-            figure = case_figures([AttemptScore(a.score, a.passed) for a in attempts])
+            attempts = self._attempts[case_id] + [
+                AttemptResult(
+                    attempt=number, passed=False, score=None, verdicts=(), unrun=INTERRUPTED
+                )
+                for number in self._collector.missing(case_id)
+            ]
+            figure = case_figures(
+                [AttemptScore(a.score, a.passed, ran=a.unrun is None) for a in attempts]
+            )
             cases.append(
                 CaseResult(
                     case_id=case_id,
@@ -89,65 +105,77 @@ def build_report(
     graded: Iterable[GradedAttempt],
     *,
     scoring: GradingSummary,
-    previous: RunRates | None = None,
+    previous: RunAttempts | None = None,
+    ledger: AttemptLedger | None = None,
 ) -> Report:
     """Build the report of one scoring from its graded attempts (streamed once).
 
-    With `previous`, the case rates of the previous run, `previous` of the report holds the
-    comparison with it (SPEC.md section 10), at the default alpha.
+    `ledger` is what the run's evidence says about each attempt (`unrun.read_ledger`):
+    the attempts that did not run count as failed, and in `unrun_attempts`. Without it,
+    only the planned attempts of a graded case that have no graded line did not run. With
+    `previous`, the attempts of the previous run, `previous` of the report holds the
+    comparison with it (SPEC.md section 10), at the default alpha and share of attempts
+    that may not have run.
     """
+    collector = AttemptsCollector(manifest.k, ledger)
     scores: dict[str, list[AttemptScore]] = defaultdict(list)
     place: dict[str, tuple[str, Split]] = {}
-    dev = _DevCases()
+    dev = _DevCases(collector)
     criteria: dict[str, dict[Status, int]] = {}
     for attempt in graded:
-        scores[attempt.case_id].append(AttemptScore(attempt.score, attempt.passed))
+        ran = collector.add(
+            attempt.case_id, attempt.suite, attempt.split, attempt.attempt, attempt.passed
+        )
+        scores[attempt.case_id].append(AttemptScore(attempt.score, attempt.passed, ran))
         place[attempt.case_id] = (attempt.suite, attempt.split)
         for verdict in attempt.verdicts:
             counts = criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
             counts[verdict.status] += 1
         if attempt.split == "dev":
             dev.add(attempt)
+    for case_id, values in scores.items():
+        values += [AttemptScore(None, False, ran=False)] * len(collector.missing(case_id))
+    now = collector.result(manifest)
+    comparison = compare_rates(now, previous) if previous is not None else None
     figures = {case_id: case_figures(values) for case_id, values in scores.items()}
     suite_order = {name: index for index, name in enumerate(manifest.suites)}
-    by_suite: dict[str, list[CaseFigures]] = defaultdict(list)
-    by_split: dict[str, list[CaseFigures]] = defaultdict(list)
-    for case_id, figure in figures.items():
+    by_suite: dict[str, list[str]] = defaultdict(list)
+    by_split: dict[str, list[str]] = defaultdict(list)
+    for case_id in figures:
         suite, split = place[case_id]
-        by_suite[suite].append(figure)
-        by_split[split].append(figure)
-    report = Report(
+        by_suite[suite].append(case_id)
+        by_split[split].append(case_id)
+
+    paired_suites = comparison.suites if comparison is not None else {}
+    paired_splits = comparison.splits if comparison is not None else {}
+
+    def group(case_ids: list[str], paired: PairedGroup | None) -> GroupFigures:
+        drop = group_drop([now.cases[case_id] for case_id in case_ids], manifest.k, paired)
+        return aggregate([figures[c] for c in case_ids], manifest.k, detectable_drop=drop)
+
+    expected = len(manifest.cases) * manifest.k
+    return Report(
         run_id=manifest.run_id,
         project=manifest.project,
         k=manifest.k,
         split=manifest.split,
         suites={
-            name: aggregate(by_suite[name], manifest.k)
+            name: group(by_suite[name], paired_suites.get(name))
             for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
         },
-        splits={name: aggregate(by_split[name], manifest.k) for name in sorted(by_split)},
-        overall=aggregate(list(figures.values()), manifest.k),
+        splits={name: group(by_split[name], paired_splits.get(name)) for name in sorted(by_split)},
+        overall=group(list(figures), comparison.overall if comparison is not None else None),
         criteria={
             kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
         },
         cases=dev.results(manifest.suites),
-        expected_attempts=len(manifest.cases) * manifest.k,
+        expected_attempts=expected,
+        unrun=now.unrun,
+        inconclusive=too_many(now.unrun.attempts, expected),
         scoring=scoring,
         prompts=dict(manifest.prompts),
-        previous=None,
+        previous=comparison,
     )
-    if previous is not None:
-        now = RunRates(
-            manifest.run_id,
-            manifest.project,
-            manifest.suites,
-            {
-                case_id: CaseRate(*place[case_id], manifest.cases.get(case_id), figure.pass_rate)
-                for case_id, figure in figures.items()
-            },
-        )
-        report = report.model_copy(update={"previous": compare_rates(now, previous)})
-    return report
 
 
 def write_report(scoring_dir: Path, report: Report) -> None:
@@ -160,10 +188,31 @@ def write_report(scoring_dir: Path, report: Report) -> None:
     write_json_atomically(scoring_dir / REPORT, report.model_dump(mode="json", exclude={"cases"}))
 
 
+def _ledger(scoring_dir: Path) -> tuple[Manifest, AttemptLedger | None] | None:
+    """The manifest and ledger of the run that holds `scoring_dir`
+    (`runs/<run_id>/scorings/<NNNN>`); the ledger is None when the evidence does not read,
+    and both are None without a manifest."""
+    run_dir = scoring_dir.parent.parent
+    if not (run_dir / MANIFEST).exists():
+        return None
+    archive = RunArchive(run_dir.parent, run_dir.name)
+    manifest = archive.manifest()
+    try:
+        return manifest, read_ledger(archive, manifest)
+    except (ProjectError, OSError):
+        return manifest, None
+
+
 def read_cases(scoring_dir: Path, suites: Sequence[str]) -> tuple[CaseResult, ...]:
-    """The case list of a report, from the scoring's `verdicts.jsonl`, in `suites` order."""
-    dev = _DevCases()
+    """The case list of a report, from the scoring's `verdicts.jsonl` and the run's
+    evidence (which attempts did not run), in `suites` order."""
+    found = _ledger(scoring_dir)
+    collector = AttemptsCollector(0) if found is None else AttemptsCollector(found[0].k, found[1])
+    dev = _DevCases(collector)
     for attempt in iter_graded(scoring_dir):
+        collector.add(
+            attempt.case_id, attempt.suite, attempt.split, attempt.attempt, attempt.passed
+        )
         if attempt.split == "dev":
             dev.add(attempt)
     return dev.results(suites)

@@ -54,7 +54,9 @@ class GroupFigures(FrozenModel):
     The means are null for a group without cases. `pass_at` holds the unbiased pass@j
     estimate for every j up to the smallest number of attempts of a case, keyed by j.
     `stderr`, `ci95` and `detectable_drop` are the error bars of `pass_rate` (SPEC.md
-    section 10), with the case as the unit.
+    section 10), with the case as the unit. `unrun_attempts` did not run (infrastructure
+    failures, interruptions); they count in `attempts` and as failed. A report written
+    before they were counted reads as 0.
     """
 
     cases: int
@@ -68,6 +70,33 @@ class GroupFigures(FrozenModel):
     stderr: float | None
     ci95: Interval | None
     detectable_drop: float | None
+    unrun_attempts: int = 0
+
+
+class UnrunTally(FrozenModel):
+    """The attempts of a run that did not run, and their failure codes with counts
+    (`interrupted` for a planned attempt without evidence)."""
+
+    attempts: int = 0
+    codes: dict[str, int] = Field(default_factory=dict)
+
+    def describe(self, planned: int | None = None) -> str:
+        """E.g. `15 of 100 attempts did not run (connect_error 12, http_503 3)`, with `of
+        100` when `planned` is given."""
+        if not self.attempts:
+            return "every attempt ran"
+        codes = ", ".join(f"{code} {count}" for code, count in self.codes.items())
+        if planned is not None:
+            return f"{self.attempts} of {planned} attempts did not run ({codes})"
+        noun = "attempt" if self.attempts == 1 else "attempts"
+        return f"{self.attempts} {noun} did not run ({codes})"
+
+
+class UnrunPair(FrozenModel):
+    """The attempts that did not run in each run of a comparison."""
+
+    run: UnrunTally = UnrunTally()
+    baseline: UnrunTally = UnrunTally()
 
 
 class StatusCounts(FrozenModel):
@@ -111,12 +140,18 @@ class PublicVerdict(FrozenModel):
 
 
 class AttemptResult(FrozenModel):
-    """One attempt of a dev case in the report."""
+    """One attempt of a dev case in the report.
+
+    `unrun` is the failure code that kept the attempt from running (`interrupted` for a
+    planned attempt without evidence, which has no verdicts); such an attempt has not
+    passed. It is left out of the JSON when the attempt ran.
+    """
 
     attempt: int
     passed: bool
     score: float | None
     verdicts: tuple[PublicVerdict, ...]
+    unrun: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class CaseResult(FrozenModel):
@@ -135,8 +170,12 @@ class CaseResult(FrozenModel):
 class PairedGroup(FrozenModel):
     """A group of cases that two runs share (SPEC.md section 10): the change and its test.
 
-    `p_holm` is set for suites only: the p-value adjusted over the suites of the comparison.
-    `verdict` is `regressed` or `improved` when the change is significant at `alpha`.
+    The rates are those of the first m attempts that ran in both runs, case by case.
+    `p_holm` is the p-value adjusted over one family, every group of the comparison with
+    a changed pair; 1 for a group without one. (A comparison stored before the family
+    took in every group has it on its suites only.) `verdict` is `regressed` or
+    `improved` when the change is significant at `alpha` after Holm, and `inconclusive`
+    in every group when too many attempts did not run.
     """
 
     pairs: int
@@ -150,7 +189,7 @@ class PairedGroup(FrozenModel):
     unchanged: int
     p_value: float
     p_holm: float | None = Field(default=None, exclude_if=lambda value: value is None)
-    verdict: Literal["regressed", "improved", "unchanged"]
+    verdict: Literal["regressed", "improved", "unchanged", "inconclusive"]
 
 
 class CaseChange(FrozenModel):
@@ -165,8 +204,11 @@ class CaseChange(FrozenModel):
 class Comparison(FrozenModel):
     """Two runs of one project compared case by case (`soev-evals compare`, `previous`).
 
-    Pairs are the cases both runs graded with the same case digest; the others are counted
-    in `changed_cases` (same id, other digest) and `unpaired_cases` (in one run only).
+    Pairs are the cases both runs graded with the same case digest and at least one
+    attempt that ran in each; the others are counted in `changed_cases` (same id, other
+    digest), `unpaired_cases` (in one run only) and `unrun_cases` (no attempt ran in one of
+    the runs). `unrun` counts the attempts of each run that did not run, by failure code;
+    with too many of them the comparison is `inconclusive` and so is every verdict.
     `regressions` and `improvements` name dev cases only.
     """
 
@@ -175,23 +217,46 @@ class Comparison(FrozenModel):
     alpha: float
     changed_cases: int
     unpaired_cases: int
+    unrun_cases: int = 0
+    unrun: UnrunPair = UnrunPair()
+    inconclusive: bool = False
     overall: PairedGroup
     suites: dict[str, PairedGroup]
     splits: dict[str, PairedGroup]
     regressions: tuple[CaseChange, ...]
     improvements: tuple[CaseChange, ...]
 
+    def groups(self) -> dict[str, PairedGroup]:
+        """Every group by a name for display: `overall`, `suite NAME`, `split NAME`."""
+        return {
+            "overall": self.overall,
+            **{f"suite {name}": group for name, group in self.suites.items()},
+            **{f"split {name}": group for name, group in self.splits.items()},
+        }
+
     @property
     def regressed(self) -> bool:
         """Whether any group's verdict is `regressed`: the gate of `--fail-on-regression`."""
-        groups = [self.overall, *self.suites.values(), *self.splits.values()]
-        return any(group.verdict == "regressed" for group in groups)
+        return any(group.verdict == "regressed" for group in self.groups().values())
+
+    def why_inconclusive(self) -> str | None:
+        """Why the gate cannot decide, in a line naming both runs' failure codes; None
+        when the comparison is not inconclusive."""
+        if not self.inconclusive:
+            return None
+        return (
+            f"too many attempts did not run: run {self.run_id}: {self.unrun.run.describe()}; "
+            f"baseline {self.baseline_id}: {self.unrun.baseline.describe()}"
+        )
 
 
 class Report(FrozenModel):
     """The report of one scoring (SPEC.md section 8).
 
     Test cases count in `suites`, `splits` and `criteria` alone: `cases` holds dev cases only.
+    `unrun` counts the attempts of the run that did not run, with their codes (a case none
+    of whose attempts was archived counts there, not in the groups: nothing says which
+    suite it belongs to); more than 5 % of `expected_attempts` make the run `inconclusive`.
     """
 
     run_id: str
@@ -204,6 +269,8 @@ class Report(FrozenModel):
     criteria: dict[str, StatusCounts]
     cases: tuple[CaseResult, ...]
     expected_attempts: int
+    unrun: UnrunTally = UnrunTally()
+    inconclusive: bool = False
     scoring: GradingSummary
     prompts: dict[str, str]
     previous: Comparison | None

@@ -22,10 +22,12 @@ from .results import GroupFigures
 
 @dataclass(frozen=True, slots=True)
 class AttemptScore:
-    """The score and pass of one attempt."""
+    """The score and pass of one attempt, and whether it ran (SPEC.md section 10): an
+    attempt that did not run counts as failed."""
 
     score: float | None
     passed: bool
+    ran: bool = True
 
 
 def score_attempt(verdicts: Iterable[Verdict], pass_threshold: float = 1.0) -> AttemptScore:
@@ -59,10 +61,11 @@ def score_attempt(verdicts: Iterable[Verdict], pass_threshold: float = 1.0) -> A
 
 @dataclass(frozen=True, slots=True)
 class CaseFigures:
-    """The figures of one case over its attempts."""
+    """The figures of one case over its attempts; `unrun` of them did not run."""
 
     attempts: int
     passed: int
+    unrun: int
     pass_rate: float
     mean_score: float | None
     pass_at_k: bool
@@ -70,13 +73,17 @@ class CaseFigures:
 
 
 def case_figures(scores: Sequence[AttemptScore]) -> CaseFigures:
-    """Pass rate, mean score (None when no attempt has a score), pass@k and pass-all-k."""
+    """Pass rate, mean score (None when no attempt has a score), pass@k and pass-all-k.
+
+    An attempt that did not run never counts as passed.
+    """
     attempts = len(scores)
-    passed = sum(1 for score in scores if score.passed)
+    passed = sum(1 for score in scores if score.passed and score.ran)
     values = [score.score for score in scores if score.score is not None]
     return CaseFigures(
         attempts=attempts,
         passed=passed,
+        unrun=sum(1 for score in scores if not score.ran),
         pass_rate=passed / attempts if attempts else 0.0,
         mean_score=fmean(values) if values else None,
         pass_at_k=passed > 0,
@@ -98,10 +105,13 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return fmean(present) if present else None
 
 
-def aggregate(cases: Sequence[CaseFigures], k: int) -> GroupFigures:
+def aggregate(
+    cases: Sequence[CaseFigures], k: int, *, detectable_drop: float | None = None
+) -> GroupFigures:
     """The figures of a group of cases (a suite, a split, the run): means of the case figures.
 
-    The error bars (`soev_pipeline.core.stats.rate_figures`) take the case as the unit.
+    The error bars (`soev_pipeline.core.stats.rate_figures`) take the case as the unit;
+    `detectable_drop` needs more than the group's rates (`run.plan.group_drop`).
 
     `pass_at` holds the unbiased pass@j estimate for every j up to the smallest number of
     attempts of a case, so a report can answer for a smaller k than was run.
@@ -122,5 +132,6 @@ def aggregate(cases: Sequence[CaseFigures], k: int) -> GroupFigures:
         },
         stderr=bars.stderr,
         ci95=bars.ci95,
-        detectable_drop=bars.detectable_drop,
+        detectable_drop=detectable_drop,
+        unrun_attempts=sum(case.unrun for case in cases),
     )

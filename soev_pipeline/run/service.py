@@ -22,12 +22,13 @@ from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
 from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
-from .compare import previous_rates
+from .compare import previous_attempts
 from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
 from .report import build_report, write_report
 from .results import GradingSummary, Report
+from .unrun import read_ledger
 
 MAX_K = 1000
 """The most attempts per case a run may ask for: more is a typo, not an evaluation."""
@@ -258,8 +259,11 @@ def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = No
         (progress or Progress()).started("aggregate")
         manifest = archive.manifest()
         summary = GradingSummary.model_validate_json((scoring / SCORING).read_bytes())
-        previous = previous_rates(archive.runs_dir, manifest)
-        report = build_report(manifest, iter_graded(scoring), scoring=summary, previous=previous)
+        previous = previous_attempts(archive.runs_dir, manifest)
+        ledger = read_ledger(archive, manifest)
+        report = build_report(
+            manifest, iter_graded(scoring), scoring=summary, previous=previous, ledger=ledger
+        )
         write_report(scoring, report)
     return report
 

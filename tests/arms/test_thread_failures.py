@@ -89,6 +89,7 @@ async def test_client_and_server_errors_are_not_retried(
 
     assert failure_of(evidence)[0] == code
     assert failure_of(evidence)[1].startswith(f"HTTP {status}")
+    assert evidence.failure is not None and evidence.failure.http_status == status
     assert len(evidence.turns) == 1
     assert len(soev.requests) == 1  # no retry, no second turn, no thread to delete
 
@@ -107,6 +108,8 @@ async def test_retries_stop_after_max_retries(soev: FakeThreadAPI) -> None:
     soev.queue("open", *[problem(503, "service_unavailable")] * 5)
     evidence = await run(soev, "Een", max_retries=3)
     assert failure_of(evidence)[0] == "service_unavailable"
+    # the status is kept beside the body's own code: this attempt did not run (run.unrun)
+    assert evidence.failure is not None and evidence.failure.http_status == 503
     assert len(soev.routed("open")) == 4
 
 

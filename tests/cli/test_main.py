@@ -37,6 +37,14 @@ def test_report_rescore_and_seal_take_their_options() -> None:
     assert parser.parse_args(["--debug", "seal"]).debug is True
 
 
+def test_compare_takes_its_share_of_attempts_that_may_not_have_run() -> None:
+    parser = build_parser()
+    compare = parser.parse_args(["compare", "r2", "previous"])
+    assert (compare.alpha, compare.max_unrun, compare.fail_on_regression) == (0.05, 0.05, False)
+    assert parser.parse_args(["compare", "r2", "r1", "--max-unrun", "0"]).max_unrun == 0.0
+    assert parser.parse_args(["compare", "r2", "r1", "--max-unrun", "1"]).max_unrun == 1.0
+
+
 USAGE_ERRORS = [
     [],
     ["frobnicate"],
@@ -47,6 +55,7 @@ USAGE_ERRORS = [
     ["report"],
     ["rescore"],
     ["seal", "--appendix"],
+    ["compare", "r2", "r1", "--max-unrun", "-0.1"],
     *(["run", f"--run-id={bad}"] for bad in ["R1", "-r1", "r 1", "r/1", "_r1", "ab:c", "Bad,Id"]),
 ]
 

@@ -1,33 +1,40 @@
-"""SPEC.md section 10 through the CLI: error bars in the report, compare, gates, JUnit, plan.
+"""SPEC.md section 10 through the CLI: error bars in the report, compare, gates, JUnit, plan,
+and runs whose attempts did not run.
 
 The figures are recomputed here from the archived verdicts with the formulas of the
-section, written out again on purpose rather than imported.
+section, written out again on purpose rather than imported; `detectable_drop`, which the
+section lets the product compute by a method of its own, is checked against that method
+(`core.power`) fed with moments recomputed here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import socket
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from junitparser import JUnitXml
 
+from soev_pipeline.core.power import CasePopulation, detectable_drop
 from tests.conformance.conftest import Baseline
 from tests.support.cli import invoke
-from tests.support.project import SECRET, TEST_IDS, dump
-from tests.support.thread_api import FakeThreadAPI, Reply
+from tests.support.project import SECRET, TEST_IDS, dump, edit_yaml
+from tests.support.thread_api import FakeThreadAPI, Reply, Response, problem
 
 pytestmark = pytest.mark.e2e
 
-Z, POWER = 1.96, 0.8416
+Z = 1.96
 
 
-def _case_rates(run: Path) -> dict[str, tuple[str, str, float]]:
-    """case id → (suite, split, pass rate) from the latest scoring's verdicts.jsonl."""
+def _case_counts(run: Path) -> dict[str, tuple[str, str, int, int]]:
+    """case id → (suite, split, passed, attempts) from the latest scoring's verdicts.jsonl."""
     scoring = sorted((run / "scorings").iterdir())[-1]
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     place = {}
@@ -36,10 +43,11 @@ def _case_rates(run: Path) -> dict[str, tuple[str, str, float]]:
         tally[raw["case_id"]][0] += raw["passed"]
         tally[raw["case_id"]][1] += 1
         place[raw["case_id"]] = (raw["suite"], raw["split"])
-    return {case: (*place[case], passed / total) for case, (passed, total) in tally.items()}
+    return {case: (*place[case], passed, total) for case, (passed, total) in tally.items()}
 
 
-def _expected(rates: list[float]) -> dict[str, Any]:
+def _expected(counts: list[tuple[int, int]], k: int) -> dict[str, Any]:
+    rates = [passed / total for passed, total in counts]
     n = len(rates)
     p = sum(rates) / n
     se = math.sqrt(sum((s - p) ** 2 for s in rates) / (n * (n - 1))) if n > 1 else None
@@ -47,7 +55,9 @@ def _expected(rates: list[float]) -> dict[str, Any]:
     c = 1 + Z * Z / m
     centre = (p + Z * Z / (2 * m)) / c
     half = Z * math.sqrt(p * (1 - p) / m + Z * Z / (4 * m * m)) / c
-    drop = (Z + POWER) * math.sqrt(2) * se if se is not None else None
+    # the population of section 10's power: E[π] and the unbiased E[π²] of k ≥ 2 attempts
+    second = sum(c * (c - 1) / (t * (t - 1)) for c, t in counts) / n
+    drop = detectable_drop(CasePopulation.of(p, second), n, k) if n > 1 else None
     return {"pass_rate": p, "stderr": se, "ci95": [centre - half, centre + half], "drop": drop}
 
 
@@ -61,23 +71,25 @@ def _close(actual: Any, expected: Any) -> bool:
 
 def test_every_rate_of_the_report_has_its_error_bars(baseline: Baseline) -> None:
     report = baseline.report.json()
-    rates = _case_rates(baseline.run)
+    assert report["k"] == 2 and report["unrun"] == {"attempts": 0, "codes": {}}
+    counts = _case_counts(baseline.run)
     groups = {
         **{
-            ("suites", name): [r for s, _, r in rates.values() if s == name]
+            ("suites", name): [(c, t) for s, _, c, t in counts.values() if s == name]
             for name in report["suites"]
         },
         **{
-            ("splits", name): [r for _, t, r in rates.values() if t == name]
+            ("splits", name): [(c, t) for _, sp, c, t in counts.values() if sp == name]
             for name in report["splits"]
         },
     }
     entries = {key: report[key[0]][key[1]] for key in groups}
-    groups[("overall", "")] = [r for _, _, r in rates.values()]
+    groups[("overall", "")] = [(c, t) for _, _, c, t in counts.values()]
     entries[("overall", "")] = report["overall"]
     for key, values in groups.items():
-        entry, expected = entries[key], _expected(values)
+        entry, expected = entries[key], _expected(values, report["k"])
         assert entry["cases"] == len(values), key
+        assert entry["unrun_attempts"] == 0, key
         assert _close(entry["pass_rate"], expected["pass_rate"]), key
         assert _close(entry["stderr"], expected["stderr"]), key
         assert _close(entry["ci95"], expected["ci95"]), key
@@ -99,7 +111,10 @@ def test_the_report_previous_is_the_compare_object(baseline: Baseline) -> None:
     assert not set(named) & set(TEST_IDS)
     compared.assert_no_test_content()
     assert "p_holm" in next(iter(comparison["suites"].values()))
-    assert "p_holm" not in comparison["overall"]
+    assert "p_holm" in comparison["overall"]
+    assert comparison["inconclusive"] is False and comparison["unrun_cases"] == 0
+    # b0 ran once per case, b1 twice: compared like with like on each case's first attempt
+    assert comparison["unrun"]["run"] == {"attempts": 0, "codes": {}}
 
 
 CASES = 8
@@ -196,11 +211,16 @@ def test_the_junit_file_parses_and_names_no_test_case(
     path = tmp_path / "junit.xml"
     assert invoke("report", "bad", "--project", project, "--junit", path).status == 0
     assert SECRET not in path.read_text(encoding="utf-8")
-    (suite,) = list(JUnitXml.fromfile(str(path)))
+    suite, comparison = list(JUnitXml.fromfile(str(path)))
     cases = list(suite)
     assert [case.name for case in cases] == [*(f"g-{i:02d}" for i in range(CASES)), "test split"]
     assert all(not case.is_passed for case in cases)
+    assert all(float(case.time) >= 0 for case in cases)
     assert "2 of 2 test cases" in cases[-1].result[0].message
+    # the report compares bad with good: the comparison's testcase fails
+    (against,) = list(comparison)
+    assert (comparison.name, against.name) == ("comparison", "against run good")
+    assert "regressed significantly: overall" in against.result[0].message
 
 
 def test_plan_says_what_the_suite_detects(gated: tuple[Path, Switch]) -> None:
@@ -221,6 +241,8 @@ def test_plan_says_what_the_suite_detects(gated: tuple[Path, Switch]) -> None:
         (("compare", "good", "good"), 1, "its own baseline"),
         (("compare", "bad", "good", "--alpha", "0"), 2, "--alpha"),
         (("compare", "bad", "good", "--alpha", "1.5"), 2, "--alpha"),
+        (("compare", "bad", "good", "--max-unrun", "1.5"), 2, "--max-unrun"),
+        (("compare", "bad", "good", "--max-unrun", "veel"), 2, "--max-unrun"),
         (("report", "bad", "--fail-under", "2"), 2, "--fail-under"),
         (("report", "bad", "--fail-under", "-0.1"), 2, "--fail-under"),
         (("plan", "--drop", "0"), 2, "--drop"),
@@ -259,3 +281,131 @@ def test_a_baseline_of_another_project_and_runs_without_pairs_are_refused(
     unpaired = invoke("compare", "herschreven", "good", "--project", project)
     assert unpaired.status == 1 and "share no case" in unpaired.error_line()
     unpaired.assert_no_test_content()
+
+
+class Gateway:
+    """An assistant that answers, or whose gateway answers 503 with a code of its own."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, text: str, history: list[str]) -> Reply | Response:
+        if self.down:
+            return problem(503, "service_unavailable", "upstream is down")
+        return Reply("De termijn is zes weken.")
+
+
+@contextmanager
+def refusing_after_one() -> Iterator[str]:
+    """A port that accepts one connection (the `run` command's reachability check) and
+    then refuses every other: each attempt of the run fails with `connect_error`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def accept_one() -> None:
+        connection, _ = listener.accept()
+        connection.close()
+        listener.close()
+
+    thread = threading.Thread(target=accept_one, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        if thread.is_alive():
+            listener.close()
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def outage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs `up` (all pass), `down` (the system refuses every connection), `gateway` (every
+    turn a 503 `service_unavailable`) and `again` (all pass) of one project."""
+    root = tmp_path_factory.mktemp("outage")
+    gateway = Gateway()
+    with FakeThreadAPI(gateway) as system:
+        project = _project(root / "p", system.url, name="storing")
+
+        def point(url: str) -> None:
+            edit_yaml(project, lambda data: data["system"].update(base_url=url))
+
+        assert invoke("run", "--project", project, "--run-id", "up").status == 0
+        with refusing_after_one() as nowhere:
+            point(nowhere)
+            assert invoke("run", "--project", project, "--run-id", "down").status == 0
+        point(system.url)
+        gateway.down = True
+        assert invoke("run", "--project", project, "--run-id", "gateway").status == 0
+        gateway.down = False
+        assert invoke("run", "--project", project, "--run-id", "again").status == 0
+    return project
+
+
+def test_connection_errors_make_the_gate_inconclusive_not_failed(outage: Path) -> None:
+    project = outage
+    gate = invoke("compare", "down", "up", "--project", project, "--fail-on-regression")
+    assert gate.status == 4, gate.err
+    assert "cannot decide" in gate.error_line()
+    assert "connect_error 10" in gate.error_line()
+    assert "inconclusive" in gate.out and "regressed" not in gate.out
+    assert "run down: 10 attempts did not run (connect_error 10)" in gate.out
+    comparison = invoke("compare", "down", "up", "--project", project, "--json").json()
+    assert comparison["inconclusive"] is True
+    assert comparison["unrun"] == {
+        "run": {"attempts": 10, "codes": {"connect_error": 10}},
+        "baseline": {"attempts": 0, "codes": {}},
+    }
+    assert comparison["unrun_cases"] == CASES + 2 and comparison["overall"]["pairs"] == 0
+    assert {g["verdict"] for g in (comparison["overall"], *comparison["suites"].values())} == {
+        "inconclusive"
+    }
+    # a larger share allowed: nothing is left to compare
+    allowed = invoke("compare", "down", "up", "--project", project, "--max-unrun", "1")
+    assert allowed.status == 1 and "share no case" in allowed.error_line()
+    gate.assert_no_test_content()
+
+
+def test_a_503_with_a_code_of_its_own_did_not_run_either(outage: Path) -> None:
+    compared = invoke("compare", "gateway", "up", "--project", outage, "--fail-on-regression")
+    assert compared.status == 4
+    assert "run gateway: 10 attempts did not run (service_unavailable 10)" in compared.out
+
+
+def test_an_inconclusive_run_is_never_the_previous_one(outage: Path) -> None:
+    project = outage
+    report = invoke("report", "again", "--project", project, "--json").json()
+    assert report["previous"]["baseline_id"] == "up"
+    compared = invoke("compare", "again", "previous", "--project", project, "--json")
+    assert compared.status == 0 and compared.json()["baseline_id"] == "up"
+    # with every share allowed, the newest earlier run is the baseline again: the gateway
+    # run, with which `again` shares no attempt that ran
+    allowing = invoke("compare", "again", "previous", "--project", project, "--max-unrun", "1")
+    assert allowing.status == 1
+    assert "runs 'again' and 'gateway' share no case" in allowing.error_line()
+    down = invoke("report", "down", "--project", project, "--json").json()
+    assert down["inconclusive"] is True and down["overall"]["unrun_attempts"] == CASES + 2
+    assert down["overall"]["pass_rate"] == 0.0
+    gate = invoke("report", "down", "--project", project, "--fail-under", "0.5")
+    assert gate.status == 4 and "cannot decide" in gate.error_line()
+    assert "10 of 10 attempts did not run (connect_error 10)" in gate.out
+    assert invoke("report", "again", "--project", project, "--fail-under", "0.5").status == 0
+
+
+def test_an_outage_in_the_junit_file_is_an_error(outage: Path, tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    assert invoke("report", "down", "--project", outage, "--junit", path).status == 0
+    suite, comparison = list(JUnitXml.fromfile(str(path)))
+    assert all(case.result[0]._tag == "error" for case in suite)
+    (against,) = list(comparison)
+    assert against.result[0]._tag == "error"
+    assert against.result[0].message.startswith("inconclusive: too many attempts did not run")
+    assert SECRET not in path.read_text(encoding="utf-8")
+
+
+def test_plan_says_what_it_needs_for_a_first_run_of_one_attempt(outage: Path) -> None:
+    planned = invoke("plan", "--project", outage, "--run", "up", "--json")
+    assert planned.status == 0, planned.err
+    gates = planned.json()["groups"]["gates"]
+    assert gates["detectable_drop"] is None and gates["cases_needed"] is None
+    assert "earlier run" in gates["needs"]
+    text = invoke("plan", "--project", outage, "--run", "up").out
+    assert "gates: cannot tell yet; needs an earlier run" in text

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import pytest
 
 from soev_pipeline.core.stats import (
-    case_variance,
-    cases_needed,
-    detectable_drop,
+    binomial_cdf,
     holm,
     paired_figures,
     rate_figures,
@@ -20,14 +21,13 @@ approx = pytest.approx
 
 def test_no_case_has_no_figures() -> None:
     figures = rate_figures([])
-    assert (figures.n, figures.pass_rate, figures.stderr) == (0, None, None)
-    assert figures.ci95 is None and figures.detectable_drop is None
+    assert (figures.n, figures.pass_rate, figures.stderr, figures.ci95) == (0, None, None, None)
 
 
 def test_one_case_has_an_interval_of_size_one_and_no_stderr() -> None:
     # p = 1, m = n = 1: c = 4.8416, centre = 2.9208 / c, half = 1.96 · 0.98 / c
     figures = rate_figures([1.0])
-    assert figures.stderr is None and figures.detectable_drop is None
+    assert figures.stderr is None
     assert figures.ci95 == (approx(0.206544, abs=1e-6), approx(1.0))
 
 
@@ -36,13 +36,12 @@ def test_two_cases_one_pass_one_fail() -> None:
     figures = rate_figures([1.0, 0.0])
     assert figures.pass_rate == 0.5 and figures.stderr == approx(0.5)
     assert figures.ci95 == (approx(0.054619, abs=1e-6), approx(0.945381, abs=1e-6))
-    assert figures.detectable_drop == approx(2.8016 * 2**0.5 * 0.5)
 
 
 def test_all_pass_and_all_fail_use_the_number_of_cases() -> None:
     # stderr = 0, so m = n = 4: c = 1.9604, centre = 1.4802 / c, half = 1.96 · 0.245 / c
     passed = rate_figures([1.0] * 4)
-    assert passed.stderr == 0.0 and passed.detectable_drop == 0.0
+    assert passed.stderr == 0.0
     assert passed.ci95 == (approx(0.510100, abs=1e-6), approx(1.0))
     failed = rate_figures([0.0] * 4)
     assert failed.ci95 == (approx(0.0, abs=1e-12), approx(0.489900, abs=1e-6))
@@ -54,7 +53,6 @@ def test_fractional_case_rates_with_three_attempts() -> None:
     assert figures.pass_rate == approx(0.75)
     assert figures.stderr == approx(0.159571, abs=1e-6)
     assert figures.ci95 == (approx(0.396661, abs=1e-5), approx(0.931931, abs=1e-5))
-    assert figures.detectable_drop == approx(0.632231, abs=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -65,10 +63,52 @@ def test_fractional_case_rates_with_three_attempts() -> None:
         (0, 6, 0.03125),  # 2 · 1 / 64
         (1, 7, 0.0703125),  # 2 · (1 + 8) / 256
         (1, 0, 1.0),  # 2 · 1 / 2
+        (0, 5, 0.0625),  # 2 / 32: five changed pairs never reach 0.05
+        (1, 9, 0.021484375),  # 2 · (1 + 10) / 1024
     ],
 )
 def test_sign_test(improved: int, regressed: int, expected: float) -> None:
-    assert sign_test(improved, regressed) == approx(expected)
+    assert sign_test(improved, regressed) == expected  # exact: dyadic fractions
+
+
+def _exact(j: int, n: int) -> float:
+    return float(min(Fraction(1), Fraction(2 * sum(math.comb(n, i) for i in range(j + 1)), 2**n)))
+
+
+@pytest.mark.parametrize(
+    ("improved", "regressed"), [(990, 1010), (950, 1100), (0, 1500), (700, 800)]
+)
+def test_the_sign_test_of_many_pairs_holds_to_the_exact_fraction(
+    improved: int, regressed: int
+) -> None:
+    # above 1000 changed pairs the tail is summed in floating point
+    assert sign_test(improved, regressed) == approx(
+        _exact(improved, improved + regressed), rel=1e-9
+    )
+
+
+@pytest.mark.parametrize(
+    ("i", "n", "p", "expected"),
+    [
+        (-1, 5, 0.3, 0.0),
+        (5, 5, 0.3, 1.0),
+        (0, 3, 0.5, 0.125),
+        (1, 4, 0.25, 0.73828125),  # (81 + 108) / 256
+        (2, 4, 0.25, 0.94921875),  # (81 + 108 + 54) / 256
+        (3, 10, 0.0, 1.0),
+        (3, 10, 1.0, 0.0),
+    ],
+)
+def test_binomial_cdf(i: int, n: int, p: float, expected: float) -> None:
+    assert binomial_cdf(i, n, p) == approx(expected, abs=1e-12)
+
+
+def test_binomial_cdf_of_many_trials_both_sides_of_the_mode() -> None:
+    n, p = 3000, 0.3
+    terms = [math.comb(n, j) * 3**j * 7 ** (n - j) for j in range(1101)]
+    for i in (700, 880, 900, 950, 1100):
+        exact = Fraction(sum(terms[: i + 1]), 10**n)
+        assert binomial_cdf(i, n, p) == approx(float(exact), rel=1e-9, abs=1e-15)
 
 
 def test_paired_differences() -> None:
@@ -116,24 +156,3 @@ def test_holm_with_ties() -> None:
     assert list(adjusted) == ["a", "b", "c", "d"]
     assert holm({"x": 0.6, "y": 0.7}) == {"x": 1.0, "y": approx(1.0)}
     assert holm({}) == {}
-
-
-def test_case_variance_splits_attempt_noise_from_case_differences() -> None:
-    # total = 0.305556 / 3 = 0.101852; within = mean of s(1 − s) · 3/2 = 1/6
-    parts = case_variance([1.0, 2 / 3, 1 / 3, 1.0], k=3)
-    assert parts.within == approx(1 / 6)
-    assert parts.between == approx(0.101852 - 1 / 18, abs=1e-6)
-    assert parts.at(3) == approx(0.101852, abs=1e-6)
-    assert parts.at(1) > parts.at(3) > parts.at(10)
-    single = case_variance([1.0, 0.0, 1.0, 1.0], k=1)
-    assert single.within == 0.0 and single.at(5) == single.at(1) == approx(0.25)
-
-
-def test_power() -> None:
-    # n = 2 · 2.8016² · 0.25 / 0.1² = 392.45 → 393
-    assert cases_needed(0.25, 0.1) == 393
-    assert cases_needed(0.0, 0.1) == 2
-    assert detectable_drop(0.25, 393) == approx(0.0999, abs=1e-3)
-    assert detectable_drop(0.25, 0) is None
-    with pytest.raises(ValueError):
-        cases_needed(0.25, 0.0)

@@ -8,7 +8,7 @@ from junitparser import Failure, JUnitXml
 
 from soev_pipeline.core import Verdict
 from soev_pipeline.run import GradedAttempt, GradingSummary, build_manifest, build_report
-from soev_pipeline.run.compare import rates_from_graded
+from soev_pipeline.run.compare import attempts_from_graded
 from soev_pipeline.run.junit import TEST_SPLIT, write_junit
 
 
@@ -60,7 +60,7 @@ def test_a_junit_file_per_suite_with_an_aggregated_test_split(tmp_path: Path) ->
     )
     report = build_report(manifest, graded, scoring=summary)
     path = tmp_path / "junit.xml"
-    write_junit(path, report, rates_from_graded(manifest, graded))
+    write_junit(path, report, attempts_from_graded(manifest, graded))
 
     text = path.read_text(encoding="utf-8")
     assert "geheim" not in text

@@ -1,53 +1,71 @@
-"""`soev-evals plan`: the power of each suite from the case rates of a run."""
+"""`soev-evals plan`: what each group detects, from the attempts of a run or, at one attempt
+per case, from its comparison with the run before it."""
 
 from __future__ import annotations
 
 import pytest
 
-from soev_pipeline.run.compare import CaseRate, RunRates
-from soev_pipeline.run.plan import plan
+from soev_pipeline.core.power import CasePopulation, cases_needed, detectable_drop
+from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
+from soev_pipeline.run.plan import group_drop, group_population, plan
 
 
-def _rates(rates: dict[str, tuple[str, float]]) -> RunRates:
-    cases = {case_id: CaseRate(suite, "dev", "d", rate) for case_id, (suite, rate) in rates.items()}
-    return RunRates("r1", "p", ("kern", "scope"), cases)
+def _run(run_id: str, cases: dict[str, tuple[str, tuple[bool, ...]]], k: int) -> RunAttempts:
+    attempts = {
+        case_id: CaseAttempts(suite, "dev", f"d-{case_id}", passes)
+        for case_id, (suite, passes) in cases.items()
+    }
+    return RunAttempts(run_id, "p", ("kern", "scope"), k, attempts, k * len(cases))
 
 
-def test_a_plan_per_suite_and_overall() -> None:
-    rates = _rates(
-        {
-            "a": ("kern", 1.0),
-            "b": ("kern", 0.0),
-            "c": ("kern", 1.0),
-            "d": ("kern", 0.0),
-            "e": ("scope", 1.0),
-        }
-    )
-    kern, scope, overall = plan(rates, ["kern", "scope"], run_k=1, k=1, drop=0.1)
-    # variance 1/3: detects 2.8016 · sqrt(2 · (1/3) / 4) = 1.1437; needs ⌈2 · 7.849 · (1/3) / 0.01⌉
-    assert (kern.name, kern.cases, kern.pass_rate) == ("kern", 4, 0.5)
-    assert kern.case_sd == pytest.approx((1 / 3) ** 0.5)
-    assert kern.detectable_drop == pytest.approx(1.14373, abs=1e-4)
-    assert kern.cases_needed == 524 and not kern.variance_floor
-    assert scope.cases == 1 and scope.cases_needed is None and scope.detectable_drop is None
-    assert overall.name == "overall" and overall.cases == 5
+def test_with_three_attempts_the_variance_comes_from_the_attempts() -> None:
+    patterns = [(True, True, True), (True, False, True), (False, False, False), (True, True, False)]
+    run = _run("r1", {f"c{i}": ("kern", patterns[i % 4]) for i in range(40)}, k=3)
+    kern, scope, overall = plan(run, ["kern", "scope"], k=3, drop=0.2)
+    # μ = (1 + 2/3 + 0 + 2/3) / 4 = 7/12; E[π²] = (1 + 1/3 + 0 + 1/3) / 4 = 5/12
+    population = CasePopulation.of(7 / 12, 5 / 12)
+    assert (kern.cases, kern.variance_from, kern.needs) == (40, "attempts", None)
+    assert kern.pass_rate == pytest.approx(7 / 12)
+    assert kern.detectable_drop == pytest.approx(detectable_drop(population, 40, 3), abs=1e-6)
+    assert kern.cases_needed == cases_needed(population, 0.2, 3)
+    assert kern.detectable_drop == group_drop(list(run.cases.values()), 3, None)
+    assert (scope.cases, scope.detectable_drop, scope.needs) == (0, None, "at least 2 cases")
+    assert overall.name == "overall" and overall.cases == 40
+    # asked for another k, only the cases needed change
+    one = plan(run, ["kern"], k=1, drop=0.2)[0]
+    assert one.detectable_drop == kern.detectable_drop
+    assert one.cases_needed == cases_needed(population, 0.2, 1)
+    assert one.cases_needed is not None and kern.cases_needed is not None
+    assert one.cases_needed > kern.cases_needed
 
 
-def test_more_attempts_need_fewer_cases_when_the_noise_is_in_the_attempts() -> None:
-    rates = _rates({f"c{i}": ("kern", rate) for i, rate in enumerate([2 / 3, 1 / 3] * 5)})
-    at_three = plan(rates, ["kern"], run_k=3, k=3)[0]
-    at_ten = plan(rates, ["kern"], run_k=3, k=10)[0]
-    assert at_ten.cases_needed is not None and at_three.cases_needed is not None
-    assert at_ten.cases_needed < at_three.cases_needed
+def test_with_one_attempt_the_plan_needs_a_comparison() -> None:
+    cases = {f"c{i}": ("kern", (i < 6,)) for i in range(10)}
+    run = _run("r2", cases, k=1)
+    (kern,) = plan(run, [], k=1)[:1]
+    assert kern.name == "overall" and kern.needs is not None and "earlier run" in kern.needs
+    assert (kern.detectable_drop, kern.cases_needed, kern.variance_from) == (None, None, None)
+    # the run before it: one case went from fail to pass, one from pass to fail
+    before = _run("r1", {**cases, "c0": ("kern", (False,)), "c9": ("kern", (True,))}, k=1)
+    comparison = compare_rates(run, before)
+    kern, _ = plan(run, ["kern"], k=1, drop=0.3, comparison=comparison)
+    # 2 of 10 pairs changed at μ = 0.6: E[π²] = 0.6 − 2/20 = 0.5
+    population = CasePopulation.of(0.6, 0.5)
+    assert group_population([], 1, comparison.overall) == population
+    assert kern.variance_from == "comparison with run r1"
+    assert kern.detectable_drop == detectable_drop(population, 10, 1)
+    assert kern.cases_needed == cases_needed(population, 0.3, 1)
 
 
-def test_cases_that_never_vary_use_the_floor() -> None:
-    rates = _rates({f"c{i}": ("kern", 1.0) for i in range(20)})
-    kern = plan(rates, ["kern"], run_k=1, k=1, drop=0.1)[0]
-    assert kern.detectable_drop == 0.0
-    assert kern.variance_floor and kern.cases_needed == 71  # ⌈2 · 7.849 · 0.045 / 0.01⌉
+def test_a_drop_larger_than_the_pass_rate_needs_no_number_of_cases() -> None:
+    run = _run("r1", {f"c{i}": ("kern", (i % 5 == 0, False)) for i in range(20)}, k=2)
+    (kern,) = plan(run, ["kern"], k=2, drop=0.5)[:1]
+    assert kern.cases_needed is None and kern.note is not None and "larger" in kern.note
 
 
-def test_a_drop_outside_zero_and_one_is_refused() -> None:
+def test_a_drop_outside_zero_and_one_and_a_k_below_one_are_refused() -> None:
+    run = _run("r1", {}, k=1)
     with pytest.raises(ValueError, match="drop"):
-        plan(_rates({}), [], run_k=1, k=1, drop=1.0)
+        plan(run, [], k=1, drop=1.0)
+    with pytest.raises(ValueError, match="k must"):
+        plan(run, [], k=0)

@@ -13,6 +13,7 @@ import pytest
 
 from soev_pipeline.core import Verdict
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import Evidence, Failure, Turn
 from soev_pipeline.run import (
     GradedAttempt,
     GradingSummary,
@@ -68,6 +69,12 @@ def _run(runs: Path, run_id: str, seed: int) -> tuple[RunArchive, Path]:
     )
     digests = {case_id: f"d-{case_id}" for case_id in CASES}
     archive.create(manifest.model_copy(update={"cases": digests}))
+    with archive.evidence_writer() as writer:
+        for case_id, (suite, split) in CASES.items():
+            for n in range(K):
+                writer.append(
+                    Evidence(case_id=case_id, suite=suite, split=split, attempt=n)  # type: ignore[arg-type]
+                )
     rng = random.Random(seed)
     graded = [_attempt(rng, case_id, n) for case_id in CASES for n in range(K)]
     rng.shuffle(graded)
@@ -167,3 +174,105 @@ def test_the_report_streamed_case_by_case_prints_as_json_dumps_does(
         out = io.StringIO()
         write_report_json(report, out)
         assert out.getvalue() == _printed(report)
+
+
+def _turn(failure: str | None, status: int | None = None, seconds: float = 2.0) -> Turn:
+    return Turn(
+        input="Vraag?",
+        reply=None if failure else "Antwoord.",
+        duration_s=seconds,
+        failure=Failure(code=failure, http_status=status) if failure else None,
+    )
+
+
+def _graded(case_id: str, split: str, attempt: int, passed: bool) -> GradedAttempt:
+    verdict = Verdict(kind="run.no_failure", status="pass" if passed else "fail", gate=True)
+    return GradedAttempt(
+        case_id=case_id,
+        suite="kern",
+        split=split,  # type: ignore[arg-type]
+        attempt=attempt,
+        score=1.0 if passed else 0.0,
+        passed=passed,
+        verdicts=(verdict,),
+    )
+
+
+def test_attempts_that_did_not_run_count_as_failed_and_are_listed(tmp_path: Path) -> None:
+    # k = 2: a ran twice (pass, fail); b's attempt 0 could not connect (and was graded as a
+    # pass all the same), its attempt 1 was interrupted; t (test) got a 503 named
+    # `service_unavailable`, then passed.
+    archive = RunArchive(tmp_path, "r1")
+    manifest = build_manifest(
+        run_id="r1", project="p", suites=["kern"], split=None, k=2, cases=[], shas={}
+    )
+    archive.create(manifest.model_copy(update={"cases": {"a": "da", "b": "db", "t": "dt"}}))
+    with archive.evidence_writer() as writer:
+        for case_id, split, attempt, turn in [
+            ("a", "dev", 0, _turn(None)),
+            ("a", "dev", 1, _turn(None, seconds=3.25)),
+            ("b", "dev", 0, _turn("connect_error", seconds=0.5)),
+            ("t", "test", 0, _turn("service_unavailable", 503)),
+            ("t", "test", 1, _turn(None)),
+        ]:
+            writer.append(
+                Evidence(
+                    case_id=case_id,
+                    suite="kern",
+                    split=split,  # type: ignore[arg-type]
+                    attempt=attempt,
+                    turns=(turn,),
+                )
+            )
+    graded = [
+        _graded("a", "dev", 0, True),
+        _graded("a", "dev", 1, False),
+        _graded("b", "dev", 0, True),
+        _graded("t", "test", 0, False),
+        _graded("t", "test", 1, True),
+    ]
+    scoring = archive.new_scoring()
+    (scoring / VERDICTS).write_text("".join(g.model_dump_json() + "\n" for g in graded), "utf-8")
+    summary = GradingSummary(
+        scoring=scoring.name,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC).isoformat(),
+        attempts=5,
+        skipped=0,
+        statuses={"pass": 3, "fail": 2, "error": 0, "not_applicable": 0},
+        criterion_versions={},
+        prompts={},
+        offline=False,
+        judge=None,
+    )
+    write_json_atomically(scoring / SCORING, summary.model_dump(mode="json"))
+    built = aggregate(archive, scoring)
+
+    overall = built.overall
+    assert (overall.cases, overall.attempts, overall.passed_attempts) == (3, 6, 2)
+    assert overall.unrun_attempts == 3
+    assert overall.pass_rate == pytest.approx((1 / 2 + 0 + 1 / 2) / 3)
+    assert built.splits["test"].unrun_attempts == 1 and built.splits["dev"].unrun_attempts == 2
+    assert built.unrun.attempts == 3 and built.expected_attempts == 6 and built.inconclusive
+    assert built.unrun.codes == {"connect_error": 1, "interrupted": 1, "service_unavailable": 1}
+    b = next(case for case in built.cases if case.case_id == "b")
+    assert b.pass_rate == 0.0 and not b.pass_at_k
+    assert [(x.attempt, x.passed, x.unrun, len(x.verdicts)) for x in b.attempts] == [
+        (0, False, "connect_error", 1),
+        (1, False, "interrupted", 0),
+    ]
+    # read back from report.json, verdicts.jsonl and the evidence: the same report
+    assert read_report(archive) == built
+
+    from soev_pipeline.run.compare import read_attempts
+    from soev_pipeline.run.junit import junit_xml
+
+    root = junit_xml(built, read_attempts(archive)).getroot()
+    (suite,) = root.findall("testsuite")
+    cases = {case.get("name"): case for case in suite.findall("testcase")}
+    assert cases["a"].find("failure") is not None and cases["a"].get("time") == "5.250"
+    error = cases["b"].find("error")
+    assert error is not None and error.get("type") == "soev.unrun"
+    assert "2 did not run (connect_error 1, interrupted 1)" in (error.get("message") or "")
+    assert cases["test split"].find("error") is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "2")
+    assert suite.get("time") == "9.750"

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from soev_pipeline.core import Verdict
+from soev_pipeline.core.power import CasePopulation, detectable_drop
 from soev_pipeline.run import (
     GradedAttempt,
     GradingSummary,
@@ -20,7 +21,7 @@ from soev_pipeline.run import (
     build_manifest,
     build_report,
 )
-from soev_pipeline.run.compare import RunRates, rates_from_graded
+from soev_pipeline.run.compare import RunAttempts, attempts_from_graded
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLIC_VERDICT_KEYS = ["kind", "status", "detail", "weight", "gate"]
@@ -92,7 +93,9 @@ def _graded(flip: bool = False) -> list[GradedAttempt]:
     ]
 
 
-def _report(run_id: str = "r2", *, flip: bool = False, previous: RunRates | None = None) -> Report:
+def _report(
+    run_id: str = "r2", *, flip: bool = False, previous: RunAttempts | None = None
+) -> Report:
     return build_report(_manifest(run_id), _graded(flip), scoring=_summary(), previous=previous)
 
 
@@ -124,6 +127,8 @@ def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
         "criteria",
         "cases",
         "expected_attempts",
+        "unrun",
+        "inconclusive",
         "scoring",
         "prompts",
         "previous",
@@ -140,6 +145,7 @@ def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
         "stderr",
         "ci95",
         "detectable_drop",
+        "unrun_attempts",
     ]
     assert list(data["overall"]) == list(data["suites"]["kern"])
     assert data["criteria"]["rubric.judge"] == {
@@ -185,7 +191,7 @@ def test_a_report_holds_dev_cases_only_in_order() -> None:
 
 
 def test_a_report_round_trips_through_json_unchanged() -> None:
-    earlier = rates_from_graded(_manifest("r1"), _graded())
+    earlier = attempts_from_graded(_manifest("r1"), _graded())
     report = _report("r2", flip=True, previous=earlier)
     assert report.previous is not None
     assert [change.case_id for change in report.previous.regressions] == ["kern-001"]
@@ -223,3 +229,65 @@ def test_a_scoring_summary_round_trips() -> None:
         "offline",
         "judge",
     ]
+
+
+def _many(
+    run_id: str, k: int, passes: dict[str, tuple[bool, ...]]
+) -> tuple[Manifest, list[GradedAttempt]]:
+    manifest = build_manifest(
+        run_id=run_id, project="p", suites=["kern"], split=None, k=k, cases=[], shas={}
+    ).model_copy(update={"cases": {case_id: f"d-{case_id}" for case_id in passes}})
+    graded = [
+        GradedAttempt(
+            case_id=case_id,
+            suite="kern",
+            split="dev",
+            attempt=n,
+            score=None,
+            passed=passed,
+            verdicts=(),
+        )
+        for case_id, results in passes.items()
+        for n, passed in enumerate(results)
+    ]
+    return manifest, graded
+
+
+def test_the_detectable_drop_of_a_report() -> None:
+    # k = 1: it needs the comparison with the run before. 40 cases, 24 pass now; 4 flipped
+    # between the runs (2 each way): μ = 0.6, E[π²] = 0.6 − 4/80 = 0.55
+    now = {f"c{i:02d}": (i < 24,) for i in range(40)}
+    before = {**now, "c00": (False,), "c01": (False,), "c30": (True,), "c31": (True,)}
+    manifest, graded = _many("r2", 1, now)
+    alone = build_report(manifest, graded, scoring=_summary())
+    assert alone.overall.detectable_drop is None and alone.overall.stderr is not None
+    earlier = attempts_from_graded(*_many("r1", 1, before))
+    report = build_report(manifest, graded, scoring=_summary(), previous=earlier)
+    expected = detectable_drop(CasePopulation.of(0.6, 0.55), 40, 1)
+    assert expected is not None
+    assert report.overall.detectable_drop == pytest.approx(expected, abs=1e-9)
+    assert report.suites["kern"].detectable_drop == report.overall.detectable_drop
+    # k = 3: from the attempts themselves (no comparison needed)
+    patterns = [(True, True, False), (True, True, True), (False, False, False)]
+    manifest, graded = _many("r3", 3, {f"c{i:02d}": patterns[i % 3] for i in range(30)})
+    report = build_report(manifest, graded, scoring=_summary())
+    # μ = (2/3 + 1 + 0) / 3 = 5/9; E[π²] = (1/3 + 1 + 0) / 3 = 4/9
+    expected = detectable_drop(CasePopulation.of(5 / 9, 4 / 9), 30, 3)
+    assert report.overall.detectable_drop == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_report_written_before_unrun_attempts_were_counted_still_reads() -> None:
+    earlier = attempts_from_graded(_manifest("r1"), _graded())
+    data = _report("r2", flip=True, previous=earlier).model_dump(mode="json")
+    for key in ("unrun", "inconclusive"):
+        del data[key]
+    for group in (data["overall"], *data["suites"].values(), *data["splits"].values()):
+        del group["unrun_attempts"]
+    previous = data["previous"]
+    for key in ("unrun_cases", "unrun", "inconclusive"):
+        del previous[key]
+    del previous["overall"]["p_holm"]  # the family once held the suites alone
+    old = Report.model_validate(data)
+    assert old.overall.unrun_attempts == 0 and not old.inconclusive
+    assert old.previous is not None and old.previous.overall.p_holm is None
+    assert not old.previous.inconclusive and old.previous.unrun.run.attempts == 0

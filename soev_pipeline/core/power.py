@@ -1,0 +1,343 @@
+"""The power of a paired comparison: `detectable_drop` and `plan` (SPEC.md section 10).
+
+`compare` tests a group with the exact sign test over its pairs of case rates. How often
+that test notices a drop depends on how the cases' pass probabilities π_i are spread, and
+on k. The model (docs/statistics.md, "Power"):
+
+- the cases are drawn from a population of pass probabilities, a Beta distribution fitted
+  by its first two moments: the mean pass rate μ and E[π²], which says how much a case
+  varies between attempts (π(1 − π) is the variance of one attempt);
+- a drop of D is a *scale* drop: every π_i becomes f π_i with f = 1 − D / μ;
+- a case's pair changes when its rate over k attempts differs between the runs: it
+  improved with probability a and regressed with probability b, averaged over the
+  population. The counts of improved and regressed pairs among n cases are multinomial,
+  and the power is the exact probability that the sign test rejects at α with more
+  regressed than improved pairs.
+
+`detectable_drop` searches the drop, `cases_needed` the number of cases, at which that
+power is 80 %. `bench/power.py` confirms both by simulation. Plain Python with `math` only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .stats import ALPHA, EXACT_UP_TO, binomial_cdf, log_binomial_pmf
+
+POWER = 0.8
+"""The power that `detectable_drop` and `cases_needed` promise."""
+MAX_CASES = 100_000
+"""`cases_needed` does not search beyond this many cases; it answers None instead."""
+_DROP_TOLERANCE = 1e-6
+_LOG_WINDOW = math.log(1e-13)
+"""Numbers of changed pairs less likely than this (relative to the likeliest) are left out."""
+_REFRESH = 256
+"""Every so many steps the stepwise tail probability is computed afresh."""
+
+
+@dataclass(frozen=True, slots=True)
+class CasePopulation:
+    """The pass probabilities of a group's cases, by their first two moments.
+
+    `mean` is E[π] (the group's pass rate), `second` E[π²]; E[π²] lies between μ² (every
+    case passes with the same probability) and μ (each case always passes or always fails).
+    """
+
+    mean: float
+    second: float
+
+    @classmethod
+    def of(cls, mean: float, second: float) -> CasePopulation:
+        """A population with E[π] = `mean`, E[π²] = `second` brought into [μ², μ]."""
+        mean = min(1.0, max(0.0, mean))
+        return cls(mean, min(mean, max(mean * mean, second)))
+
+    def joint(self, k: int) -> list[list[float]]:
+        """P(X = x, Z = z) for two independent runs of k attempts of one random case.
+
+        X and Z are Bin(k, π) given π; over the Beta population with these moments their
+        joint law is a beta-binomial pair, P = C(k, x) C(k, z) B(α + x + z, β + 2k − x − z)
+        / B(α, β). The two ends of the Beta family are taken as they are: π = μ for every
+        case, and π ∈ {0, 1}.
+        """
+        mu = self.mean
+        variance = self.second - mu * mu
+        spread = mu * (1 - mu)
+        table = [[0.0] * (k + 1) for _ in range(k + 1)]
+        if spread <= 0 or variance <= 1e-12 * spread:
+            single = [
+                math.exp(log_binomial_pmf(x, k, mu)) if 0 < mu < 1 else float(x == round(mu * k))
+                for x in range(k + 1)
+            ]
+            for x in range(k + 1):
+                for z in range(k + 1):
+                    table[x][z] = single[x] * single[z]
+            return table
+        if variance >= (1 - 1e-12) * spread:
+            table[0][0], table[k][k] = 1 - mu, mu
+            return table
+        size = spread / variance - 1
+        a, b = mu * size, (1 - mu) * size
+        base = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+        for x in range(k + 1):
+            for z in range(k + 1):
+                table[x][z] = math.exp(
+                    _log_comb(k, x)
+                    + _log_comb(k, z)
+                    + math.lgamma(a + x + z)
+                    + math.lgamma(b + 2 * k - x - z)
+                    - math.lgamma(a + b + 2 * k)
+                    - base
+                )
+        return table
+
+
+def _log_comb(n: int, i: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+
+
+def change_probabilities(joint: list[list[float]], factor: float) -> tuple[float, float]:
+    """The probabilities (improved, regressed) of a pair under a scale drop by `factor`.
+
+    The baseline's passes are X; the new run's are Y ~ Bin(k, f π), which is Z ~ Bin(k, π)
+    thinned: Y | Z ~ Bin(Z, f). A pair improved when Y > X, regressed when Y < X.
+    """
+    k = len(joint) - 1
+    improved = regressed = 0.0
+    for z in range(k + 1):
+        if 0 < factor < 1:
+            pmf = [math.exp(log_binomial_pmf(y, z, factor)) for y in range(z + 1)]
+        else:
+            pmf = [float(y == (z if factor >= 1 else 0)) for y in range(z + 1)]
+        below = [0.0] * (z + 2)
+        for y in range(z + 1):
+            below[y + 1] = below[y] + pmf[y]
+        for x in range(k + 1):
+            weight = joint[x][z]
+            if weight == 0.0:
+                continue
+            less = below[min(x, z + 1)]
+            more = below[z + 1] - below[min(x + 1, z + 1)]
+            improved += weight * more
+            regressed += weight * less
+    return improved, regressed
+
+
+class _CriticalValues:
+    """c[N]: the most improved pairs out of N changed pairs at which the sign test still
+    rejects at α (−1 when it cannot), for N = 0, 1, ... as far as asked.
+
+    c[N + 1] is c[N] or c[N] + 1, so each step tries one candidate, carrying the tail
+    S = Σ_{i ≤ c} C(N, i) from N to N + 1 (S' = 2S − C(N, c)): up to `EXACT_UP_TO` in whole
+    numbers, deciding as `sign_test` does (the same correctly rounded 2S / 2^N), beyond in
+    floating point.
+    """
+
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+        self.values = [-1]
+        self.tail = 0  # Σ_{i ≤ c} C(N, i) for the last N, whole up to EXACT_UP_TO
+        self.term = 0  # C(N, c)
+        self.share = 0.0  # the tail over 2^N, beyond EXACT_UP_TO
+
+    def __getitem__(self, changed: int) -> int:
+        while len(self.values) <= changed:
+            if len(self.values) <= EXACT_UP_TO:
+                self._exact_step()
+            else:
+                self._float_step()
+        return self.values[changed]
+
+    def _exact_step(self) -> None:
+        total = len(self.values)  # the N to decide, from N − 1
+        last = self.values[-1]
+        tail, term = self.tail, self.term
+        if last >= 0:
+            tail = 2 * tail - term  # Σ_{i ≤ c} C(N, i)
+            term = term * total // (total - last)  # C(N, c)
+            wider = term * (total - last) // (last + 1)  # C(N, c + 1)
+        else:
+            wider = 1  # C(N, 0)
+        step = last + 1
+        if step < total - step and 2 * (tail + wider) / (1 << total) < self.alpha:
+            self.values.append(step)
+            self.tail, self.term = tail + wider, wider
+        else:
+            self.values.append(last)
+            self.tail, self.term = tail, term
+        if total == EXACT_UP_TO:
+            self.share = self.tail / (1 << total)
+
+    def _float_step(self) -> None:
+        total = len(self.values)
+        last = self.values[-1]
+        share = self.share
+        if last >= 0:
+            share -= 0.5 * math.exp(log_binomial_pmf(last, total - 1, 0.5))
+        step = last + 1
+        wider = share + math.exp(log_binomial_pmf(step, total, 0.5))
+        if 2 * wider < self.alpha:
+            self.values.append(step)
+            self.share = wider
+        else:
+            self.values.append(last)
+            self.share = share
+
+
+@lru_cache(maxsize=8)
+def _critical_values(alpha: float) -> _CriticalValues:
+    return _CriticalValues(alpha)
+
+
+def _critical(changed: int, alpha: float) -> int:
+    return _critical_values(alpha)[changed]
+
+
+def sign_test_power(n: int, improve: float, regress: float, alpha: float = ALPHA) -> float:
+    """P(the sign test over n pairs finds a regression at `alpha`).
+
+    Each pair improves with probability `improve` and regresses with `regress`; the number
+    N of changed pairs is Bin(n, improve + regress), the improved ones among them
+    Bin(N, improve / (improve + regress)), and the test rejects when they are at most the
+    critical value c(N). The sum runs over the likely N only; P(Bin(N, s) ≤ c) follows from
+    the one for N − 1 in a step (it is that less s · P(Bin(N − 1, s) = c)).
+    """
+    change = improve + regress
+    if n <= 0 or regress <= 0:
+        return 0.0
+    share = improve / change
+    if change >= 1.0:
+        return _rejected(n, share, alpha, None, None)
+    mode = min(n, int((n + 1) * change))
+    top = log_binomial_pmf(mode, n, change)
+    low, high = mode, mode
+    while low > 0 and log_binomial_pmf(low - 1, n, change) - top > _LOG_WINDOW:
+        low -= 1
+    while high < n and log_binomial_pmf(high + 1, n, change) - top > _LOG_WINDOW:
+        high += 1
+    total = 0.0
+    below: float | None = None
+    critical: int | None = None
+    for changed in range(low, high + 1):
+        below = _rejected(changed, share, alpha, below, critical)
+        critical = _critical(changed, alpha)
+        total += math.exp(log_binomial_pmf(changed, n, change)) * below
+    return min(1.0, total)
+
+
+def _rejected(
+    changed: int, share: float, alpha: float, before: float | None, critical: int | None
+) -> float:
+    """P(Bin(changed, share) ≤ c(changed)); `before` is that for changed − 1, whose
+    critical value was `critical`, when known."""
+    now = _critical(changed, alpha)
+    if now < 0:
+        return 0.0
+    if share <= 0:
+        return 1.0
+    if before is None or critical is None or critical < 0 or changed % _REFRESH == 0:
+        return binomial_cdf(now, changed, share)
+    value = before - share * math.exp(log_binomial_pmf(critical, changed - 1, share))
+    if now > critical:
+        value += math.exp(log_binomial_pmf(now, changed, share))
+    return min(1.0, max(0.0, value))
+
+
+def power(population: CasePopulation, n: int, k: int, drop: float, alpha: float = ALPHA) -> float:
+    """The power of `compare` for a group of n cases at k attempts against a scale drop."""
+    if population.mean <= 0 or drop <= 0:
+        return 0.0
+    factor = max(0.0, 1 - drop / population.mean)
+    improve, regress = change_probabilities(population.joint(k), factor)
+    return sign_test_power(n, improve, regress, alpha)
+
+
+def detectable_drop(
+    population: CasePopulation, n: int, k: int, *, alpha: float = ALPHA, target: float = POWER
+) -> float | None:
+    """The smallest scale drop in pass rate that n cases at k attempts detect with power
+    `target`; None when not even a drop to 0 would be (too few cases, or μ = 0)."""
+    if n < 2 or population.mean <= 0:
+        return None
+    joint = population.joint(k)
+    mean = population.mean
+
+    def power_at(drop: float) -> float:
+        improve, regress = change_probabilities(joint, max(0.0, 1 - drop / mean))
+        return sign_test_power(n, improve, regress, alpha)
+
+    if power_at(mean) < target:
+        return None
+    low, high = 0.0, mean
+    while high - low > _DROP_TOLERANCE:
+        middle = (low + high) / 2
+        if power_at(middle) >= target:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def cases_needed(
+    population: CasePopulation, drop: float, k: int, *, alpha: float = ALPHA, target: float = POWER
+) -> int | None:
+    """The fewest cases at k attempts whose comparison detects a scale drop of `drop` with
+    power `target`; None when `drop` exceeds the pass rate or more than `MAX_CASES` would
+    be needed."""
+    if drop <= 0 or drop > population.mean:
+        return None
+    improve, regress = change_probabilities(
+        population.joint(k), max(0.0, 1 - drop / population.mean)
+    )
+
+    def enough(n: int) -> bool:
+        return sign_test_power(n, improve, regress, alpha) >= target
+
+    high = 2
+    while not enough(high):
+        if high >= MAX_CASES:
+            return None
+        high = min(MAX_CASES, high * 2)
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def population_from_attempts(counts: Iterable[tuple[int, int]]) -> CasePopulation | None:
+    """The population of a group from its cases' (passed, ran) attempts.
+
+    μ is the mean of passed / ran; E[π²] the mean of the unbiased c (c − 1) / (r (r − 1))
+    over the cases with two attempts or more. None without such a case: one attempt per
+    case cannot tell how much a case varies between attempts.
+    """
+    rates: list[float] = []
+    squares: list[float] = []
+    for passed, ran in counts:
+        if ran >= 1:
+            rates.append(passed / ran)
+        if ran >= 2:
+            squares.append(passed * (passed - 1) / (ran * (ran - 1)))
+    if not squares:
+        return None
+    return CasePopulation.of(math.fsum(rates) / len(rates), math.fsum(squares) / len(squares))
+
+
+def population_from_pairs(pairs: int, changed: int, mean: float) -> CasePopulation | None:
+    """The population of a group from a comparison of two runs at one attempt per case.
+
+    Two attempts of one case differ with probability 2 (π − π²), so over the pairs the
+    share that changed estimates 2 (μ − E[π²]): E[π²] = μ − changed / (2 · pairs), with μ
+    the mean rate of both runs. A real change between the runs makes the estimate
+    cautious (the drop it detects looks larger), never bold. None without pairs.
+    """
+    if pairs < 1:
+        return None
+    return CasePopulation.of(mean, mean - changed / (2 * pairs))
