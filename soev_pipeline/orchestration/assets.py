@@ -23,6 +23,7 @@ from soev_pipeline.run.service import (
     latest_scoring,
     publish,
 )
+from soev_pipeline.view import write_html_report
 
 from . import metadata
 from .config import EvaluateConfig, GradeConfig, ReportConfig
@@ -128,9 +129,10 @@ def aggregate_verdicts(
     project: ProjectResource,
     runtime: RuntimeResource,
 ) -> Iterator[dg.MaterializeResult[None] | dg.AssetCheckResult]:
-    """Aggregate the run's latest scoring into its report; a new run's report also goes to
-    the runtime's tracker. The check `no_significant_regression` compares it with the
-    previous run."""
+    """Aggregate the run's latest scoring into its report, and write the report as one
+    self-contained HTML file beside it (its metadata names it); a new run's report also
+    goes to the runtime's tracker. The check `no_significant_regression` compares it with
+    the previous run."""
     loaded, paths, session = project.loaded, project.paths, runtime.session
     archive = RunArchive(paths.runs, context.partition_key)
     name = config.runtime or loaded.project.runtime
@@ -140,11 +142,13 @@ def aggregate_verdicts(
         await publish(bindings, archive, report)
 
     with one_line_errors(paths.project_file):
-        report = aggregate(archive, latest_scoring(archive))
+        scoring = latest_scoring(archive)
+        report = aggregate(archive, scoring)
+        write_html_report(loaded, archive, scoring / metadata.HTML_REPORT)
         if _attempted_in_this_run(context):
             session.run(published())
     yield dg.MaterializeResult(metadata=metadata.report(report, archive))
-    yield metadata.regression(report.previous).result()
+    yield metadata.regression(report).result()
 
 
 def _attempted_in_this_run(context: dg.AssetExecutionContext) -> bool:
@@ -242,8 +246,9 @@ def build_assets(
                     asset=keys.asset("report"),
                     description=(
                         "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
-                        "significantly worse than the previous run: paired sign test, "
-                        "Holm-adjusted over the groups, alpha 0.05."
+                        "significantly worse than the previous run (paired sign test, Holm "
+                        "over every group with a changed pair, alpha 0.05); warns when too "
+                        "many attempts did not run to decide (inconclusive)."
                     ),
                 )
             ],

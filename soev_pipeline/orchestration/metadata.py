@@ -8,19 +8,26 @@ ids appear, never a test case.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import dagster as dg
 
 from soev_pipeline.core.models import STATUSES
 from soev_pipeline.project import LoadedProject, Suite
 from soev_pipeline.run.archive import RunArchive
-from soev_pipeline.run.results import Comparison, GroupFigures, PairedGroup, Report, StatusCounts
+from soev_pipeline.run.results import GroupFigures, PairedGroup, Report, StatusCounts
 from soev_pipeline.run.service import AttemptedRun, Scoring
 
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
+HTML_REPORT = "report.html"
+"""The self-contained HTML report an asset job writes beside a scoring's report.json."""
+VIEW_URL_ENV = "SOEV_VIEW_URL"
+"""Where a `soev-evals view` of the project listens: the report links to the run's page
+there, whose plots draw the 95 % interval as a band (`make ui` starts one and sets it)."""
 GRADED_WITH_CURRENT_PROMPTS = "graded_with_current_prompts"
 CODE_VERSION_TAG = "dagster/code_version"
 """Where Dagster keeps the code version of a materialization its run made."""
@@ -115,6 +122,12 @@ def report(built: Report, archive: RunArchive) -> dict[str, Any]:
     metadata["criteria"] = dg.MetadataValue.md(criteria_table(built.criteria))
     metadata["prompts"] = dg.MetadataValue.json(built.prompts)
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
+    html = archive.scorings_path / built.scoring.scoring / HTML_REPORT
+    if html.exists():
+        metadata["html_report"] = dg.MetadataValue.path(str(html))
+    viewer = os.environ.get(VIEW_URL_ENV, "").rstrip("/")
+    if viewer:
+        metadata["viewer"] = dg.MetadataValue.url(f"{viewer}/runs/{quote(archive.run_id)}")
     previous = built.previous
     if previous is not None:
         metadata["previous_run"] = previous.baseline_id
@@ -180,10 +193,25 @@ class CheckOutcome:
         )
 
 
-def regression(previous: Comparison | None, *, run_id: str | None = None) -> CheckOutcome:
-    """`no_significant_regression` of a report's comparison with the previous run; `run_id`
-    names the run in the metadata (where the evaluation is not the partition's own)."""
-    named = {"run": run_id} if run_id is not None else {}
+def regression(report: Report, *, run_id: str | None = None) -> CheckOutcome:
+    """`no_significant_regression` of a report: fails (ERROR) when a group regressed
+    significantly against the previous run, and warns (WARN) when the gate cannot decide
+    because too many attempts did not run, in the run or in its baseline (SPEC.md section
+    10: `inconclusive`). `run_id` names the run in the metadata (where the evaluation is not
+    the partition's own)."""
+    named: dict[str, Any] = {"run": run_id} if run_id is not None else {}
+    previous = report.previous
+    if report.inconclusive:
+        return CheckOutcome(
+            NO_SIGNIFICANT_REGRESSION,
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=(
+                f"inconclusive: {report.unrun.describe(report.expected_attempts)}, "
+                "more than 5 %: the gate cannot decide"
+            ),
+            metadata={**named, "inconclusive": True, **_codes("unrun", report.unrun.codes)},
+        )
     if previous is None:
         return CheckOutcome(
             NO_SIGNIFICANT_REGRESSION,
@@ -193,6 +221,22 @@ def regression(previous: Comparison | None, *, run_id: str | None = None) -> Che
         )
     groups = {"overall": previous.overall, **previous.suites}
     groups.update({f"split {name}": group for name, group in previous.splits.items()})
+    table = dg.MetadataValue.md(comparison_table(groups))
+    if previous.inconclusive:
+        return CheckOutcome(
+            NO_SIGNIFICANT_REGRESSION,
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=f"inconclusive: {previous.why_inconclusive()}",
+            metadata={
+                **named,
+                "baseline": previous.baseline_id,
+                "inconclusive": True,
+                **_codes("unrun", previous.unrun.run.codes),
+                **_codes("baseline_unrun", previous.unrun.baseline.codes),
+                "comparison": table,
+            },
+        )
     regressed = [name for name, group in groups.items() if group.verdict == "regressed"]
     return CheckOutcome(
         NO_SIGNIFICANT_REGRESSION,
@@ -205,12 +249,18 @@ def regression(previous: Comparison | None, *, run_id: str | None = None) -> Che
         metadata={
             **named,
             "baseline": previous.baseline_id,
+            "inconclusive": False,
             "regressed_groups": len(regressed),
             "delta": rounded(previous.overall.delta),
             "p_value": significant(previous.overall.p_value),
-            "comparison": dg.MetadataValue.md(comparison_table(groups)),
+            "comparison": table,
         },
     )
+
+
+def _codes(prefix: str, codes: Mapping[str, int]) -> dict[str, int]:
+    """The failure codes of the attempts that did not run, one metadata key each."""
+    return {f"{prefix}/{code}": count for code, count in codes.items()}
 
 
 def comparison_table(groups: Mapping[str, PairedGroup]) -> str:

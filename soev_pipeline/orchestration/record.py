@@ -94,7 +94,7 @@ def evaluation_events(
             tags=versioned,
         )
     )
-    regression = metadata.regression(evaluation.report.previous, run_id=None if in_run else run_id)
+    regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
     events.append(regression.evaluation(keys.asset("report"), run_id if in_run else None))
     versions = latest_versions(instance, keys.asset("verdicts"))
     versions[run_id] = version  # what this evaluation is about to record

@@ -17,7 +17,7 @@ from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from soev_pipeline.orchestration import definitions_for as build_definitions
-from soev_pipeline.run import RunArchive
+from soev_pipeline.run import RunArchive, read_report
 from tests.conftest import SECRET
 from tests.support.thread_api import FakeThreadAPI
 
@@ -89,7 +89,10 @@ def test_top_level_definitions_file(project_path: Path, monkeypatch: pytest.Monk
 
 
 @pytest.mark.e2e
-def test_evaluate_then_rescore(project_path: Path, system: FakeThreadAPI) -> None:
+def test_evaluate_then_rescore(
+    project_path: Path, system: FakeThreadAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOEV_VIEW_URL", "http://127.0.0.1:8766/")
     defs = build_definitions(project_path)
     with dg.instance_for_test() as instance:
         result = _evaluate(defs, instance, "m1")
@@ -109,6 +112,12 @@ def test_evaluate_then_rescore(project_path: Path, system: FakeThreadAPI) -> Non
         assert metadata["pass_rate/split/test"].value == pytest.approx(0.5)
         assert metadata["verdicts/fail"].value == 1
         assert str(archive.path) in str(metadata["archive"].value)
+        html = Path(str(metadata["html_report"].value))
+        assert html == archive.scorings()[-1] / "report.html"
+        failing = [case.case_id for case in read_report(archive).cases if case.pass_rate < 1]
+        assert failing and all(case_id in html.read_text(encoding="utf-8") for case_id in failing)
+        assert SECRET not in html.read_text(encoding="utf-8")
+        assert metadata["viewer"].value == "http://127.0.0.1:8766/runs/m1"
 
         requests = len(system.requests)
         rescored = defs.resolve_job_def("rescore").execute_in_process(

@@ -9,7 +9,7 @@ import pytest
 
 from soev_pipeline.orchestration import definitions_for
 from tests.support.project import dump
-from tests.support.thread_api import FakeThreadAPI, Reply
+from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response
 
 pytestmark = pytest.mark.e2e
 
@@ -72,3 +72,42 @@ def test_the_check_fails_on_a_regression_and_passes_on_an_unchanged_rerun(tmp_pa
         assert metadata["pass_rate_ci95_low/overall"].value == 0.0
         assert 0 < metadata["pass_rate_ci95_high/overall"].value < 0.5
         assert metadata["delta/overall"].value == 0.0 and metadata["p_value/overall"].value == 1.0
+
+
+def test_an_outage_makes_the_check_warn_that_it_cannot_decide(tmp_path: Path) -> None:
+    """A gateway answering 503 is not a worse assistant: the check says inconclusive (WARN)
+    with the failure codes, and the next run is compared with the run before the outage."""
+    down = False
+
+    def assistant(text: str, history: list[str]) -> Reply | Response:
+        if down:
+            return Response(503, {"code": "service_unavailable", "detail": "onderhoud"})
+        return Reply("Zes weken.")
+
+    with FakeThreadAPI(assistant) as system, dg.instance_for_test() as instance:
+        defs = definitions_for(_project(tmp_path / "p", system.url))
+        assert _check(defs, instance, "a").passed
+        down = True
+        outage = _check(defs, instance, "b")
+        assert not outage.passed and outage.severity == dg.AssetCheckSeverity.WARN
+        assert (outage.description or "").startswith("inconclusive: 8 of 8 attempts did not run")
+        assert outage.metadata["inconclusive"].value is True
+        assert outage.metadata["unrun/service_unavailable"].value == 8
+        down = False
+        after = _check(defs, instance, "c")
+        assert after.passed and after.metadata["baseline"].value == "a"
+
+
+def test_an_assistant_that_is_down_fails_the_evaluation_with_one_line(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        defs = definitions_for(_project(tmp_path / "p", NOWHERE))
+        instance.add_dynamic_partitions("runs", ["weg"])
+        result = defs.resolve_job_def("evaluate").execute_in_process(
+            instance=instance, partition_key="weg", raise_on_error=False
+        )
+    assert not result.success
+    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    error = failure.step_failure_data.error  # type: ignore[union-attr]
+    assert error is not None and "cannot reach" in error.message
+    assert "is the system under test running?" in error.message
+    assert not (tmp_path / "p" / "runs" / "weg").exists()  # nothing archived: no baseline
