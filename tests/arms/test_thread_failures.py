@@ -245,7 +245,9 @@ async def test_a_turn_that_takes_too_long_times_out(soev: FakeThreadAPI) -> None
     evidence = await run(soev, "Een", "Twee", socket=True, timeout_s=0.3)
     code, detail = failure_of(evidence)
     assert (code, detail) == ("timeout", "the turn took longer than 0.3 s")
-    assert 0.3 <= evidence.turns[0].duration_s < 1.0
+    # at least the deadline; the upper bound only shows it did not wait for the hang to end
+    # (a loaded machine may take seconds more, so nothing tighter)
+    assert 0.3 <= evidence.turns[0].duration_s < 30
     assert len(evidence.turns) == 1
     assert soev.deleted == ["thread-1"]
 

@@ -3,7 +3,6 @@ graph, a new evaluation started the way a person would, and the report's metadat
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,15 +12,10 @@ import pytest
 from soev_pipeline.orchestration.instance import ensure_instance
 from tests.conftest import write_project
 from tests.support.dagster_ui import DagsterUI
+from tests.support.parts import CHROMIUM, need_chromium
 from tests.support.thread_api import FakeThreadAPI, Reply
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason="Chromium is not installed (.ci/run installs it)"
-    ),
-]
+pytestmark = pytest.mark.e2e
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -39,7 +33,9 @@ def _answer(text: str, history: list[str]) -> Reply:
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    playwright = pytest.importorskip("playwright.sync_api")
+    need_chromium()
+    import playwright.sync_api as playwright
+
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})

@@ -19,18 +19,17 @@ from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.cli import invoke
 from tests.support.dagster_ui import DagsterUI
+from tests.support.parts import need
 from tests.support.postgres import USER, PostgresServer, available
 from tests.support.thread_api import FakeThreadAPI, Reply
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not available(), reason="PostgreSQL is not installed (.ci/run installs it)"),
-]
+pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[PostgresServer]:
+    need(available(), "PostgreSQL is not installed")
     with PostgresServer() as running:
         yield running
 

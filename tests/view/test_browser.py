@@ -10,8 +10,6 @@ Screenshots of every page land in the test's folder.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +19,14 @@ import pytest
 
 from tests.support.chat_completions import FakeChatCompletions
 from tests.support.cli import invoke
+from tests.support.parts import CHROMIUM, need_chromium
 from tests.support.project import SECRET, TEST_IDS, legal_answer, write_project
 from tests.support.thread_api import FakeThreadAPI, Reply
 from tests.view.conftest import Viewer
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -74,25 +73,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         yield Project(path, root / "p" / "labels" / "labels.jsonl")
 
 
-def _needs_chromium() -> None:
-    """A missing browser skips the test on a developer's machine and fails it in CI."""
-    missing = None
-    if not Path(CHROMIUM).exists():
-        missing = f"Chromium is not installed at {CHROMIUM}"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            missing = "Playwright is not installed"
-    if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing}; CI must run the browser tests")
-        pytest.skip(missing)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    _needs_chromium()
+    need_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
