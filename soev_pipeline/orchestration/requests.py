@@ -10,6 +10,7 @@ same job. `evaluate` on an existing partition (to resume it, re-execute it, or b
 stays the asset job.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
@@ -70,13 +71,22 @@ def evaluate_new_run(
     runtime: RuntimeResource,
 ) -> None:
     """Check the selection, add the run partition (named in the tag `soev/requested_run`),
-    run the evaluation and log what it made."""
+    run the evaluation and log what it made. A re-execution of a `new_evaluation` run (from
+    the UI, after it was terminated, say) resumes the evaluation that run started."""
     with one_line_errors(project.project_file):
         loaded, paths, keys = project.loaded, project.paths, project.asset_keys
-        run_id = check_run_id(config.run_id or new_run_id())
+        resumed = _resumed_run(context)
+        run_id = resumed or config.run_id or new_run_id()
         selection = RunSelection(tuple(config.suites), config.split.split, config.k)
-        selection.check(loaded)
-        if (paths.runs / run_id / "manifest.json").exists():
+        problems = [
+            str(exc)
+            for check in (lambda: check_run_id(run_id), lambda: selection.check(loaded))
+            if (exc := _refusal(check)) is not None
+        ]
+        if problems:  # every problem of the request at once, not the first alone
+            raise ProjectError("; ".join(problems))
+        archived = (paths.runs / run_id / "manifest.json").exists()
+        if archived and resumed is None:
             raise ProjectError(f"{paths.runs}: run {run_id!r} already exists")
         keys.add_run(context.instance, run_id)
         context.instance.add_run_tags(context.run_id, {REQUESTED_RUN: run_id})
@@ -88,6 +98,7 @@ def evaluate_new_run(
                 suites=config.suites,
                 split=config.split.split,
                 run_id=run_id,
+                resume=archived,
                 runtime=config.runtime,
                 runs_dir=paths.runs,
                 progress=_LogProgress(context),
@@ -97,6 +108,22 @@ def evaluate_new_run(
             evaluation, context.instance, keys, launched_by=_launched_by(context), in_run=True
         ):
             context.log_event(event)  # type: ignore[arg-type]  # checks too, since 1.7
+
+
+def _refusal(check: Callable[[], object]) -> ProjectError | None:
+    try:
+        check()
+    except ProjectError as exc:
+        return exc
+    return None
+
+
+def _resumed_run(context: dg.OpExecutionContext) -> str | None:
+    """The run id of the evaluation that this Dagster run re-executes, if it is one: a
+    re-execution goes on with that evaluation rather than starting another."""
+    parent_id = context.run.parent_run_id
+    parent = context.instance.get_run_by_id(parent_id) if parent_id else None
+    return parent.tags.get(REQUESTED_RUN) if parent is not None else None
 
 
 def _launched_by(context: dg.OpExecutionContext) -> str:

@@ -1,5 +1,6 @@
-"""What a step shows when it fails for the user's files or systems: the one line the CLI
-prints, as the description of a `dagster.Failure`, and no traceback of ours."""
+"""What a step shows when it fails for the user's files or systems, or is terminated: the
+one line the CLI prints, as the description of a `dagster.Failure`, and no traceback of
+ours."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,10 +10,16 @@ import dagster as dg
 
 from soev_pipeline.core.explain import explain, is_user_error
 
+INTERRUPTED = (
+    "interrupted: every attempt that finished is archived; re-execute this run (or launch "
+    "`evaluate` on its partition) to run the rest"
+)
+
 
 @contextmanager
 def one_line_errors(project_file: Path | str = "project.yaml") -> Iterator[None]:
-    """Turn a user error raised in the block into a `Failure` with its one-line message.
+    """Turn a user error raised in the block into a `Failure` with its one-line message, and
+    a terminated run's interruption into one that says how to go on.
 
     Bugs (anything else) keep their traceback, which is what a bug report needs.
     """
@@ -21,6 +28,8 @@ def one_line_errors(project_file: Path | str = "project.yaml") -> Iterator[None]
         return
     except dg.Failure:
         raise
+    except dg.DagsterExecutionInterruptedError:
+        message = INTERRUPTED
     except Exception as exc:
         if not is_user_error(exc):
             raise

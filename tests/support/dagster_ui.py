@@ -133,6 +133,42 @@ class DagsterUI:
             raise RuntimeError(answer)
         return str(answer["run"]["runId"])
 
+    def terminate(self, run_id: str) -> None:
+        data = self.query(
+            "mutation($runId: String!) { terminateRun(runId: $runId) { __typename "
+            "... on PythonError { message } } }",
+            runId=run_id,
+        )
+        if data["terminateRun"]["__typename"] != "TerminateRunSuccess":
+            raise RuntimeError(data["terminateRun"])
+
+    def reexecute(self, parent_run_id: str, strategy: str = "ALL_STEPS") -> str:
+        """Dagster's "Re-execute all" (`ALL_STEPS`) or "from failure" (`FROM_FAILURE`)."""
+        data = self.query(
+            "mutation($p: ReexecutionParams!) { launchRunReexecution(reexecutionParams: $p) "
+            "{ __typename ... on LaunchRunSuccess { run { runId } } "
+            "... on PythonError { message } } }",
+            p={"parentRunId": parent_run_id, "strategy": strategy},
+        )
+        answer = data["launchRunReexecution"]
+        if answer["__typename"] != "LaunchRunSuccess":
+            raise RuntimeError(answer)
+        return str(answer["run"]["runId"])
+
+    def errors(self, run_id: str) -> list[dict[str, Any]]:
+        """The errors the UI shows for a run: each failure event's message and stack."""
+        data = self.query(
+            "query($runId: ID!) { logsForRun(runId: $runId) { ... on EventConnection { "
+            "events { __typename ... on ExecutionStepFailureEvent { error { message stack "
+            "cause { message } } } ... on RunFailureEvent { error { message stack } } } } } }",
+            runId=run_id,
+        )
+        events = data["logsForRun"]["events"]
+        return [event["error"] for event in events if event.get("error")]
+
+    def status(self, run_id: str) -> str:
+        return next(run["status"] for run in self.runs() if run["runId"] == run_id)
+
     def runs(self) -> list[dict[str, Any]]:
         data = self.query(
             "{ runsOrError(limit: 100) { ... on Runs { results { runId jobName status "
