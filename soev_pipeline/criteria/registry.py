@@ -170,7 +170,7 @@ class CriterionRegistry:
     The registry remembers the parameters its `validate` made for a `Builtin` kind, with
     their field values, so that `evaluate` can hand them to the evaluator without
     validating them again: a project's parameters are validated once, at load, rather
-    than on every attempt (a quarter of a grading's time on rule kinds).
+    than for every attempt, where validating cost as much as grading the cheaper kinds.
     """
 
     def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
@@ -292,10 +292,10 @@ class CriterionRegistry:
         `JudgeError` (a bug in a judge adapter): that one stops the run, as the judge's
         contract says.
 
-        `params` are the parameters of `spec` as the caller validated them. A `Builtin`
-        kind's evaluator gets them as they are when this registry's `validate` made them
-        and none of their fields changed since; any other parameters go through the
-        kind's `evaluate`, which for a `Builtin` validates them again.
+        `params` are the parameters of `spec` as the caller validated them (None: validate
+        them here). A `Builtin` kind's evaluator gets them as they are when this registry's
+        `validate` made them and no field has changed since; other parameters go through
+        the kind's `evaluate`, which for a `Builtin` validates them again.
         """
         kind = self.get(spec.kind)
         version = str(getattr(kind, "version", ""))
@@ -333,10 +333,10 @@ class CriterionRegistry:
         ctx: CriterionContext,
         params: BaseModel | None,
     ) -> Verdict:
-        trusted = params is not None and self._trusts(kind, params)
         if params is None:
-            params = self._params(kind, spec)
-            trusted = True
+            params, trusted = self._params(kind, spec), True
+        else:
+            trusted = self._trusts(kind, params)
         if trusted and isinstance(kind, Builtin):
             verdict: Verdict = await kind.evaluator(case, evidence, params=params, ctx=ctx)
             return verdict

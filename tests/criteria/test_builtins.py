@@ -14,6 +14,7 @@ import pytest
 
 from soev_pipeline.core import CriterionSpec
 from soev_pipeline.criteria import NEEDS, Builtin, builtin_registry
+from soev_pipeline.judges import load_prompts
 
 REQUIRED = object()
 ANY = object()
@@ -135,3 +136,8 @@ def test_a_worker_may_grade_every_kind_but_the_judges() -> None:
     judges = REFERENCE_NEEDS["judge"]
     assert registry.forkable(detector_forks=True) == set(registry) - judges
     assert registry.forkable(detector_forks=False) == set(registry) - judges - {"reply.language"}
+
+
+def test_each_kind_that_needs_a_judge_has_a_judge_prompt() -> None:
+    registry = builtin_registry()
+    assert set(load_prompts()) == {name for name in registry if "judge" in registry.needs(name)}
