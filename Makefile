@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast ui lint format typecheck bench bench-peers clean
+.PHONY: help install demo test test-fast ui lint format typecheck docs bench bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,6 +41,10 @@ format: $(STAMP) ## format the code with ruff
 
 typecheck: $(STAMP) ## mypy strict on the package
 	$(BIN)/mypy
+
+docs: $(STAMP) ## regenerate the generated docs: the kinds table in docs/criteria.md, the report schema
+	$(BIN)/python scripts/criteria_table.py --write
+	$(BIN)/python scripts/report_schema.py --write
 
 bench: $(STAMP) ## print the grading and throughput benchmarks
 	$(BIN)/python bench/grade.py

@@ -56,15 +56,6 @@ from typing import Any
 
 import yaml
 
-JUDGE_KINDS = frozenset(
-    {
-        "behaviour.expected",
-        "privacy.names",
-        "nuggets.coverage",
-        "rubric.judge",
-        "compare.equivalent",
-    }
-)
 PARAMS: dict[str, dict[str, Any]] = {
     "reply.language": {"language": "nl", "min_share": 0.5},
     "reply.contains": {"substrings": ["artikel"], "regex": [r"\btermijn\w*"]},
@@ -108,7 +99,7 @@ def _criteria() -> list[dict[str, Any]]:
     registry = builtin_registry()
     chosen = []
     for name in registry:
-        if name in JUDGE_KINDS:
+        if "judge" in registry.needs(name):
             continue
         raw = {"kind": name, **PARAMS.get(name, {})}
         try:

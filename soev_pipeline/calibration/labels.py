@@ -23,7 +23,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
-from soev_pipeline.criteria import PURE_KINDS, builtin_registry
+from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.criteria.rubric import RubricParams
 
 LABELS_GLOB = "labels/*.jsonl"
@@ -40,7 +40,10 @@ FIXED_LABELS: Mapping[str, tuple[str, ...]] = {
 """The judge's labels of the kinds that ask one question per attempt (SPEC.md section 9);
 `rubric.judge` takes its labels from the criterion's parameters (`label_choices`)."""
 
-JUDGED_KINDS: frozenset[str] = frozenset(set(builtin_registry()) - PURE_KINDS)
+_BUILTIN = builtin_registry()
+JUDGED_KINDS: frozenset[str] = frozenset(
+    name for name in _BUILTIN if "judge" in _BUILTIN.needs(name)
+)
 """The built-in kinds whose verdict is the judge's: the ones a human label measures."""
 
 

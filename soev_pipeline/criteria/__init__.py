@@ -1,15 +1,16 @@
 """The built-in criteria, and the parts to write your own criterion kind."""
 
-from .builtins import PURE_KINDS, builtin_registry
-from .registry import Builtin, CriterionKind, CriterionRegistry, Evaluator, NoParams
+from .builtins import builtin_registry
+from .registry import NEEDS, Builtin, CriterionKind, CriterionRegistry, Evaluator, Need, NoParams
 from .verdicts import error, judge_label, not_applicable, outcome
 
 __all__ = [
-    "PURE_KINDS",
+    "NEEDS",
     "Builtin",
     "CriterionKind",
     "CriterionRegistry",
     "Evaluator",
+    "Need",
     "NoParams",
     "builtin_registry",
     "error",

@@ -64,6 +64,28 @@ async def code(
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("behaviour.message", NoParams, message, version="1"),
-    Builtin("refusal.code", NoParams, code, version="1"),
+    Builtin(
+        "behaviour.message",
+        NoParams,
+        message,
+        version="1",
+        needs=frozenset(),
+        summary=(
+            "the reply holds the case's expected project message, whitespace and case aside; "
+            "not applicable without `message`"
+        ),
+        example={"kind": "behaviour.message"},
+    ),
+    Builtin(
+        "refusal.code",
+        NoParams,
+        code,
+        version="1",
+        needs=frozenset(),
+        summary=(
+            "the detected message code is the case's `message` (refuse or abstain; any code "
+            "when it names none), or there is none (answer)"
+        ),
+        example={"kind": "refusal.code"},
+    ),
 ]

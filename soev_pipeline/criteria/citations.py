@@ -249,10 +249,61 @@ async def mentions_in_corpus(
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("citations.required", RequiredParams, required, version="1"),
-    Builtin("citations.forbidden", MatchParams, forbidden, version="1"),
-    Builtin("citations.in_corpus", NoParams, in_corpus, version="1"),
-    Builtin("citations.unseen", MatchParams, unseen, version="1"),
-    Builtin("citations.quotes_verbatim", NoParams, quotes_verbatim, version="1"),
-    Builtin("citations.mentions_in_corpus", NoParams, mentions_in_corpus, version="1"),
+    Builtin(
+        "citations.required",
+        RequiredParams,
+        required,
+        version="1",
+        needs=frozenset(),
+        summary="the citations meet at least `min` of the case's required source groups",
+        example={"kind": "citations.required", "min": 0.5},
+    ),
+    Builtin(
+        "citations.forbidden",
+        MatchParams,
+        forbidden,
+        version="1",
+        needs=frozenset(),
+        summary="no citation matches a forbidden source of the case",
+        example={"kind": "citations.forbidden", "match": "exact"},
+    ),
+    Builtin(
+        "citations.in_corpus",
+        NoParams,
+        in_corpus,
+        version="1",
+        needs=frozenset({"corpus"}),
+        summary="each cited id is the id of a unit of the corpus lookup",
+        example={"kind": "citations.in_corpus"},
+    ),
+    Builtin(
+        "citations.unseen",
+        MatchParams,
+        unseen,
+        version="1",
+        needs=frozenset(),
+        summary="always; the detail lists the cited ids without a source role, to adjudicate",
+        example={"kind": "citations.unseen", "weight": 0},
+    ),
+    Builtin(
+        "citations.quotes_verbatim",
+        NoParams,
+        quotes_verbatim,
+        version="1",
+        needs=frozenset({"corpus"}),
+        summary=(
+            'each double-quoted span of the reply ("…", “…”, „…”) occurs in one corpus unit; '
+            "not applicable without quotes"
+        ),
+        example={"kind": "citations.quotes_verbatim"},
+    ),
+    Builtin(
+        "citations.mentions_in_corpus",
+        NoParams,
+        mentions_in_corpus,
+        version="1",
+        needs=frozenset({"corpus"}),
+        summary='each article the reply names with its law ("artikel 6:7 Awb") is a corpus unit',
+        example={"kind": "citations.mentions_in_corpus"},
+    ),
 ]

@@ -68,5 +68,16 @@ async def same_citations(
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("compare.same_citations", NoParams, same_citations, version="1"),
+    Builtin(
+        "compare.same_citations",
+        NoParams,
+        same_citations,
+        version="1",
+        needs=frozenset(),
+        summary=(
+            "each variant cites the same set of articles as the base case; "
+            "not applicable without variants"
+        ),
+        example={"kind": "compare.same_citations"},
+    ),
 ]

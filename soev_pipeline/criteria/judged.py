@@ -240,8 +240,43 @@ async def compare_equivalent(
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("behaviour.expected", NoParams, behaviour_expected, version="1"),
-    Builtin("privacy.names", PrivacyNamesParams, privacy_names, version="1"),
-    Builtin("nuggets.coverage", NuggetsParams, nuggets_coverage, version="2"),
-    Builtin("compare.equivalent", NoParams, compare_equivalent, version="1"),
+    Builtin(
+        "behaviour.expected",
+        NoParams,
+        behaviour_expected,
+        version="1",
+        needs=frozenset({"judge"}),
+        summary="a judge labels the reply with the case's `behaviour`: answer, refuse or abstain",
+        example={"kind": "behaviour.expected", "gate": True},
+    ),
+    Builtin(
+        "privacy.names",
+        PrivacyNamesParams,
+        privacy_names,
+        version="1",
+        needs=frozenset({"judge"}),
+        summary="a judge finds no personal name in the target (label `none`)",
+        example={"kind": "privacy.names"},
+    ),
+    Builtin(
+        "nuggets.coverage",
+        NuggetsParams,
+        nuggets_coverage,
+        version="2",
+        needs=frozenset({"judge"}),
+        summary=(
+            "(supported + 0.5 × partly supported) / vital nuggets ≥ `min`; one judge request "
+            "per nugget, and only the vital ones count"
+        ),
+        example={"kind": "nuggets.coverage", "min": 0.5, "weight": 2},
+    ),
+    Builtin(
+        "compare.equivalent",
+        NoParams,
+        compare_equivalent,
+        version="1",
+        needs=frozenset({"judge"}),
+        summary="a judge finds each variant's reply equivalent to the base reply",
+        example={"kind": "compare.equivalent"},
+    ),
 ]

@@ -57,4 +57,17 @@ async def none(
     return outcome(passed=True, detail=f"no {', '.join(params.kinds)} in {where}")
 
 
-KINDS: list[Builtin[Any]] = [Builtin("privacy.none", PrivacyParams, none, version="1")]
+KINDS: list[Builtin[Any]] = [
+    Builtin(
+        "privacy.none",
+        PrivacyParams,
+        none,
+        version="1",
+        needs=frozenset(),
+        summary=(
+            "the target holds none of the identifier `kinds` (the others are `postcode`, "
+            "`birthdate`, `id_number` and `license_plate`), each confirmed by its own check"
+        ),
+        example={"kind": "privacy.none", "target": "prompt", "kinds": ["bsn", "iban"]},
+    ),
+]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import KW_ONLY, dataclass, field, replace
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -23,6 +23,11 @@ from .verdicts import error
 
 P = TypeVar("P", bound=BaseModel)
 P_contra = TypeVar("P_contra", bound=BaseModel, contravariant=True)
+
+Need = Literal["judge", "language_detector", "corpus"]
+"""A service of the `CriterionContext` that a kind grades with."""
+NEEDS: frozenset[Need] = frozenset(get_args(Need))
+"""Every service: what a kind is taken to need when it does not say."""
 
 
 class NoParams(BaseModel):
@@ -56,13 +61,44 @@ class Builtin(Generic[P]):
     """A criterion kind made of a name, a parameter model and a typed evaluator.
 
     `version` changes whenever the kind's behaviour changes; every verdict records it, so
-    a rescore can tell what graded what.
+    a rescore can tell what graded what. The keyword fields describe the kind, and what
+    the pipeline does with it derives from them rather than from where it is written:
+
+    - `needs`: the services of the `CriterionContext` the evaluator uses. It decides
+      whether a grading may send the kind to a forked worker process
+      (`CriterionRegistry.forkable`). A kind that does not say is taken to need them all,
+      which is always safe: it is graded in the main process.
+    - `summary`: one line that completes "passes when ...", for the table of kinds.
+    - `example`: one criterion as a suite writes it, `kind` included, for the same table.
+
+    Raises:
+        ValueError: `needs` names a service that does not exist, or `example` names
+            another kind.
     """
 
     name: str
     params_model: type[P]
     evaluator: Evaluator[P]
     version: str = "1"
+    _: KW_ONLY
+    needs: frozenset[Need] = NEEDS
+    summary: str = ""
+    example: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        needs = frozenset(self.needs)
+        unknown = sorted(str(need) for need in needs - NEEDS)
+        if unknown:
+            known = ", ".join(map(repr, sorted(NEEDS)))
+            raise ValueError(f"kind {self.name!r}: unknown needs {unknown} (known: {known})")
+        object.__setattr__(self, "needs", needs)
+        if self.example and self.example.get("kind") != self.name:
+            raise ValueError(f"kind {self.name!r}: its example must say kind: {self.name}")
+
+    @property
+    def needs_judge(self) -> bool:
+        """Whether the evaluator asks a judge: it then stays on the main event loop."""
+        return "judge" in self.needs
 
     async def evaluate(
         self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
@@ -71,7 +107,9 @@ class Builtin(Generic[P]):
 
         Always, also for an instance of `params_model` itself: one built with
         `model_construct` or changed after validation carries fields that were never
-        checked, and the evaluator must get a valid instance of its own model.
+        checked, and the evaluator must get a valid instance of its own model. (A
+        registry skips this for the instances its own `validate` made: see
+        `CriterionRegistry.evaluate`.)
 
         Raises:
             pydantic.ValidationError: `params` does not validate against `params_model`.
@@ -118,15 +156,26 @@ def _close_matches(name: str, names: Iterable[str]) -> str:
     return f"; did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
 
 
+def _fields(params: BaseModel) -> tuple[Any, ...]:
+    """The field values of `params`, to see later whether one was replaced."""
+    return tuple(params.__dict__.values())
+
+
 class CriterionRegistry:
     """The criterion kinds a project can use, by name.
 
     Each name is unique: registering a second kind of the same name raises
     `DuplicateCriterionError`.
+
+    The registry remembers the parameters its `validate` made for a `Builtin` kind, with
+    their field values, so that `evaluate` can hand them to the evaluator without
+    validating them again: a project's parameters are validated once, at load, rather
+    than for every attempt, where validating cost as much as grading the cheaper kinds.
     """
 
     def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
         self._kinds: dict[str, CriterionKind] = {}
+        self._validated: dict[int, tuple[BaseModel, CriterionKind, tuple[Any, ...]]] = {}
         for kind in kinds:
             self.register(kind)
 
@@ -164,8 +213,32 @@ class CriterionRegistry:
         """The version string of the kind called `name` ("" when it declares none)."""
         return str(getattr(self.get(name), "version", ""))
 
+    def needs(self, name: str) -> frozenset[Need]:
+        """The services of the context that the kind called `name` grades with.
+
+        A kind that is not a `Builtin` does not describe itself, so it is taken to need
+        every service, like a `Builtin` that does not say.
+        """
+        kind = self.get(name)
+        return kind.needs if isinstance(kind, Builtin) else NEEDS
+
+    def forkable(self, *, detector_forks: bool) -> frozenset[str]:
+        """The names of the kinds that a forked worker process may grade.
+
+        A judge never crosses a fork: it holds an HTTP client and an event loop of the
+        parent. The corpus lookup does: it is read-only data, built before the fork.
+        `detector_forks` says whether the context's language detector does (the bundled
+        one does; a runtime's own may hold what a fork must not share). A kind whose
+        traits are unknown needs everything, so it is never forkable.
+        """
+        crossing: set[Need] = {"corpus", "language_detector"} if detector_forks else {"corpus"}
+        return frozenset(name for name in self._kinds if self.needs(name) <= crossing)
+
     def validate(self, spec: CriterionSpec) -> BaseModel:
         """Validate the parameters of `spec` against its kind's parameter model.
+
+        For a `Builtin` kind the registry remembers the instance it returns, so that
+        `evaluate` trusts it as long as none of its fields is replaced.
 
         Raises:
             UnknownCriterionError: the registry has no kind `spec.kind`.
@@ -173,6 +246,13 @@ class CriterionRegistry:
                 first bad field.
         """
         kind = self.get(spec.kind)
+        params = self._params(kind, spec)
+        if isinstance(kind, Builtin):
+            self._validated[id(params)] = (params, kind, _fields(params))
+        return params
+
+    @staticmethod
+    def _params(kind: CriterionKind, spec: CriterionSpec) -> BaseModel:
         try:
             return kind.params_model.model_validate(spec.params)
         except ValidationError as exc:
@@ -181,6 +261,21 @@ class CriterionRegistry:
             raise CriterionParamsError(
                 f"criterion {spec.kind!r}: parameter {field!r}: {first['msg']}"
             ) from None
+
+    def _trusts(self, kind: CriterionKind, params: BaseModel) -> bool:
+        """Whether `params` is an instance that `validate` made for `kind`, unchanged.
+
+        Unchanged means that no field was given another value since (by assignment, or
+        by `object.__setattr__` on a frozen model); a list inside a field that is
+        changed in place is not seen, which is why parameter models hold tuples.
+        """
+        entry = self._validated.get(id(params))
+        return (
+            entry is not None
+            and entry[0] is params
+            and entry[1] is kind
+            and _fields(params) == entry[2]
+        )
 
     async def evaluate(
         self,
@@ -195,8 +290,12 @@ class CriterionRegistry:
         An evaluator that raises gives a verdict with the status error instead, so one
         case never stops a run; the exception is the judge's own when it is not a
         `JudgeError` (a bug in a judge adapter): that one stops the run, as the judge's
-        contract says. `params` skips the validation of `spec` when the caller validated
-        them; a `Builtin` kind still checks them again.
+        contract says.
+
+        `params` are the parameters of `spec` as the caller validated them (None: validate
+        them here). A `Builtin` kind's evaluator gets them as they are when this registry's
+        `validate` made them and no field has changed since; other parameters go through
+        the kind's `evaluate`, which for a `Builtin` validates them again.
         """
         kind = self.get(spec.kind)
         version = str(getattr(kind, "version", ""))
@@ -204,9 +303,7 @@ class CriterionRegistry:
         if recording is not None:
             ctx = _with_judge(ctx, recording)
         try:
-            if params is None:
-                params = self.validate(spec)
-            verdict = await kind.evaluate(case, evidence, params=params, ctx=ctx)
+            verdict = await self._grade(kind, spec, case, evidence, ctx, params)
             if not isinstance(verdict, Verdict):
                 verdict = error(f"criterion returned {type(verdict).__name__}, not a Verdict")
         except Exception as exc:
@@ -226,6 +323,24 @@ class CriterionRegistry:
                 "rubric_sha": verdict.rubric_sha or recording.rubric_sha,
             }
         return verdict.model_copy(update=update)
+
+    async def _grade(
+        self,
+        kind: CriterionKind,
+        spec: CriterionSpec,
+        case: Case,
+        evidence: Evidence,
+        ctx: CriterionContext,
+        params: BaseModel | None,
+    ) -> Verdict:
+        if params is None:
+            params, trusted = self._params(kind, spec), True
+        else:
+            trusted = self._trusts(kind, params)
+        if trusted and isinstance(kind, Builtin):
+            verdict: Verdict = await kind.evaluator(case, evidence, params=params, ctx=ctx)
+            return verdict
+        return await kind.evaluate(case, evidence, params=params, ctx=ctx)
 
 
 def _with_judge(ctx: CriterionContext, judge: Judge) -> CriterionContext:

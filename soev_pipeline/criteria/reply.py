@@ -169,8 +169,40 @@ def _match(reply: str, params: ContainsParams) -> tuple[list[str], list[str]]:
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("reply.language", LanguageParams, language, version="1"),
-    Builtin("reply.contains", ContainsParams, contains, version="1"),
-    Builtin("reply.not_contains", ContainsParams, not_contains, version="1"),
-    Builtin("reply.max_length", MaxLengthParams, max_length, version="1"),
+    Builtin(
+        "reply.language",
+        LanguageParams,
+        language,
+        version="1",
+        needs=frozenset({"language_detector"}),
+        summary="at least `min_share` of the reply's detectable sentences are in `language`",
+        example={"kind": "reply.language", "language": "nl", "min_share": 0.9},
+    ),
+    Builtin(
+        "reply.contains",
+        ContainsParams,
+        contains,
+        version="1",
+        needs=frozenset(),
+        summary="each substring and each regex matches the reply (so also without patterns)",
+        example={"kind": "reply.contains", "substrings": ["zes weken"]},
+    ),
+    Builtin(
+        "reply.not_contains",
+        ContainsParams,
+        not_contains,
+        version="1",
+        needs=frozenset(),
+        summary="no substring and no regex matches the reply (so also without patterns)",
+        example={"kind": "reply.not_contains", "regex": [r"\bgegarandeerd\b"]},
+    ),
+    Builtin(
+        "reply.max_length",
+        MaxLengthParams,
+        max_length,
+        version="1",
+        needs=frozenset(),
+        summary="the reply has at most `max` Unicode characters",
+        example={"kind": "reply.max_length", "max": 1200},
+    ),
 ]

@@ -170,4 +170,18 @@ async def rubric_judge(
     return outcome(passed=passed, detail=with_reason(detail, result))
 
 
-KINDS: list[Builtin[Any]] = [Builtin("rubric.judge", RubricParams, rubric_judge, version="2")]
+KINDS: list[Builtin[Any]] = [
+    Builtin(
+        "rubric.judge",
+        RubricParams,
+        rubric_judge,
+        version="2",
+        needs=frozenset({"judge"}),
+        summary=(
+            "the judge's label is in `pass_labels` (a `rubric` file with its `labels`), or its "
+            "option is worth at least `min_value` (a watsonx.gov-style `criterion`, inline or "
+            "from the catalog)"
+        ),
+        example={"kind": "rubric.judge", "criterion": "conciseness"},
+    ),
+]

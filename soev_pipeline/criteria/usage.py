@@ -69,7 +69,31 @@ async def no_failure(
 
 
 KINDS: list[Builtin[Any]] = [
-    Builtin("usage.max_tokens", MaxTokensParams, max_tokens),
-    Builtin("usage.max_seconds", MaxSecondsParams, max_seconds),
-    Builtin("run.no_failure", NoParams, no_failure),
+    Builtin(
+        "usage.max_tokens",
+        MaxTokensParams,
+        max_tokens,
+        needs=frozenset(),
+        summary=(
+            "the prompt and completion tokens of all turns are at most `max`; "
+            "error when a turn reported no usage"
+        ),
+        example={"kind": "usage.max_tokens", "max": 4000},
+    ),
+    Builtin(
+        "usage.max_seconds",
+        MaxSecondsParams,
+        max_seconds,
+        needs=frozenset(),
+        summary="the durations of all turns add up to at most `max` seconds",
+        example={"kind": "usage.max_seconds", "max": 30},
+    ),
+    Builtin(
+        "run.no_failure",
+        NoParams,
+        no_failure,
+        needs=frozenset(),
+        summary="the attempt recorded turns, and none of them failed",
+        example={"kind": "run.no_failure", "gate": True},
+    ),
 ]

@@ -1,9 +1,9 @@
 """Grade archived evidence with the project's current criteria, streaming to a scoring folder.
 
-The criteria of an attempt are graded in two places. The built-in kinds that ask no judge
-(`PURE_KINDS`) are graded a chunk of attempts at a time: in this process when the work is
+The criteria of an attempt are graded in two places. The kinds that need no judge
+(`registry.forkable`) are graded a chunk of attempts at a time: in this process when the work is
 small, in worker processes (`pool`) when it is big enough to pay for them. The others, the
-judge's kinds and a project's own, run on this process's event loop, attempts concurrently,
+judge's kinds and those of unknown needs, run on this process's event loop, attempts concurrently,
 as HTTP requests want. The lines of verdicts.jsonl come out in the order of the evidence
 either way, the same bytes with or without workers.
 """
@@ -26,7 +26,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Case, Evidence, Status, Verdict
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.core.secrets import redact
-from soev_pipeline.criteria import PURE_KINDS
+from soev_pipeline.criteria import CriterionRegistry
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
@@ -91,13 +91,12 @@ class _Plan:
     here: tuple[int, ...]
 
 
-def _pure_kinds(ctx: CriterionContext) -> frozenset[str]:
-    """The kinds that may be graded in a worker: `reply.language` only with the bundled
-    detector, since a runtime's own detector may hold what a fork must not share."""
+def _pure_kinds(registry: CriterionRegistry, ctx: CriterionContext) -> frozenset[str]:
+    """The kinds that may be graded in a worker: those needing the language detector only
+    with the bundled one, since a runtime's own may hold what a fork must not share."""
     detector = ctx.language_detector
-    if detector is None or isinstance(detector, LangidDetector | LazyLangidDetector):
-        return PURE_KINDS
-    return PURE_KINDS - {"reply.language"}
+    bundled = detector is None or isinstance(detector, LangidDetector | LazyLangidDetector)
+    return registry.forkable(detector_forks=bundled)
 
 
 def _plan(case: Case, pure: frozenset[str]) -> _Plan:
@@ -171,7 +170,7 @@ class _Grading:
     ) -> None:
         self.loaded = loaded
         self.ctx = ctx
-        pure = _pure_kinds(ctx)
+        pure = _pure_kinds(loaded.registry, ctx)
         self.plans = {case.id: _plan(case, pure) for case in loaded.cases()}
         self.grader = _ChunkGrader(loaded, replace(ctx, judge=None), self.plans)
         self.out = out

@@ -1,4 +1,9 @@
-"""builtin_registry: the 22 kinds of the criteria reference, their parameters and defaults."""
+"""builtin_registry: the kinds of the criteria reference with their parameters, defaults and
+needs, and what every built-in kind must say about itself.
+
+The tests over every kind are parametrized by the registry, so a new kind is in them as
+soon as it is registered; the reference's own facts are checked for the kinds it names.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,15 @@ from typing import Any
 import pydantic
 import pytest
 
-from soev_pipeline.criteria import PURE_KINDS, Builtin, builtin_registry
+from soev_pipeline.core import CriterionSpec
+from soev_pipeline.criteria import NEEDS, Builtin, builtin_registry
+from soev_pipeline.judges import load_prompts
 
 REQUIRED = object()
 ANY = object()
 """A parameter without a default that the reference states."""
 
-KINDS: dict[str, dict[str, Any]] = {
+REFERENCE: dict[str, dict[str, Any]] = {
     "reply.language": {"language": REQUIRED, "min_share": 1.0},
     "reply.contains": {"substrings": [], "regex": [], "case_sensitive": False},
     "reply.not_contains": {"substrings": [], "regex": [], "case_sensitive": False},
@@ -37,60 +44,100 @@ KINDS: dict[str, dict[str, Any]] = {
     "usage.max_seconds": {"max": REQUIRED},
     "run.no_failure": {},
 }
-GIVEN: dict[str, dict[str, Any]] = {
-    "reply.language": {"language": "nl"},
-    "reply.max_length": {"max": 10},
-    "usage.max_tokens": {"max": 10},
-    "usage.max_seconds": {"max": 10},
-    "rubric.judge": {"rubric": "r.md", "labels": ["a"], "pass_labels": ["a"]},
+"""The built-in kinds of the criteria reference, with their parameters and defaults."""
+REFERENCE_NEEDS: dict[str, set[str]] = {
+    "judge": {
+        "behaviour.expected",
+        "privacy.names",
+        "nuggets.coverage",
+        "rubric.judge",
+        "compare.equivalent",
+    },
+    "language_detector": {"reply.language"},
+    "corpus": {"citations.in_corpus", "citations.quotes_verbatim", "citations.mentions_in_corpus"},
 }
-"""What each kind needs at the least."""
+"""The kinds that the reference says need a judge, a language detector or the corpus data."""
+KINDS = list(builtin_registry())
 
 
-def test_builtin_registry_has_the_22_kinds_and_a_new_registry_each_call() -> None:
+def _kind(name: str) -> Builtin[Any]:
+    kind = builtin_registry().get(name)
+    assert isinstance(kind, Builtin)
+    return kind
+
+
+def test_builtin_registry_has_the_kinds_of_the_reference_and_a_new_registry_each_call() -> None:
     registry = builtin_registry()
-    assert set(registry) == set(KINDS)
+    assert set(registry) >= set(REFERENCE)
     assert builtin_registry() is not registry
 
 
-@pytest.mark.parametrize("name", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_each_kind_has_the_parameters_and_defaults_of_the_reference(name: str) -> None:
-    kind = builtin_registry().get(name)
-    assert isinstance(kind, Builtin)
+    kind = _kind(name)
     assert kind.name == name
     fields = kind.params_model.model_fields
     if name == "rubric.judge":
-        assert set(KINDS[name]) <= set(fields)  # SPEC 9 adds the watsonx.gov-style criterion
+        assert set(REFERENCE[name]) <= set(fields)  # SPEC 9 adds the watsonx.gov-style criterion
     else:
-        assert set(fields) == set(KINDS[name])
-    model = kind.params_model.model_validate(GIVEN.get(name, {}))
-    for field, default in KINDS[name].items():
+        assert set(fields) == set(REFERENCE[name])
+    model = builtin_registry().validate(CriterionSpec.model_validate(kind.example))
+    for field, default in REFERENCE[name].items():
         if default is REQUIRED:
             assert fields[field].is_required(), field
-        elif default is not ANY:
+        elif default is not ANY and field not in kind.example:
             value = getattr(model, field)
             assert (list(value) if isinstance(default, list) else value) == default, field
 
 
-@pytest.mark.parametrize("name", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_each_kind_needs_what_the_reference_says(name: str) -> None:
+    said = {need for need, kinds in REFERENCE_NEEDS.items() if name in kinds}
+    assert _kind(name).needs == said
+    assert _kind(name).needs_judge == ("judge" in said)
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_each_kind_describes_itself(name: str) -> None:
+    kind = _kind(name)
+    assert kind.needs <= NEEDS
+    assert kind.version
+    assert kind.summary.strip() and "\n" not in kind.summary and len(kind.summary) <= 200
+    assert kind.example["kind"] == name
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_each_example_validates_against_its_kind(name: str) -> None:
+    kind = _kind(name)
+    spec = CriterionSpec.model_validate(kind.example)
+    assert isinstance(builtin_registry().validate(spec), kind.params_model)
+
+
+@pytest.mark.parametrize("name", KINDS)
 def test_each_kind_refuses_an_unknown_parameter(name: str) -> None:
-    model = builtin_registry().get(name).params_model
+    kind = _kind(name)
+    given = CriterionSpec.model_validate(kind.example).params
     with pytest.raises(pydantic.ValidationError):
-        model.model_validate({**GIVEN.get(name, {}), "onbekend": 1})
+        kind.params_model.model_validate({**given, "onbekend": 1})
 
 
 @pytest.mark.parametrize(
-    "name", [name for name in KINDS if name.startswith("citations.") and "match" in KINDS[name]]
+    "name", [name for name in KINDS if "match" in _kind(name).params_model.model_fields]
 )
 def test_match_is_hierarchical_or_exact(name: str) -> None:
-    model = builtin_registry().get(name).params_model
+    model = _kind(name).params_model
     assert model.model_validate({"match": "exact"}).match == "exact"
     with pytest.raises(pydantic.ValidationError):
         model.model_validate({"match": "fuzzy"})
 
 
-def test_the_pure_kinds_are_every_kind_but_the_judges() -> None:
-    kinds = set(builtin_registry())
-    judged = {"behaviour.expected", "privacy.names", "nuggets.coverage", "rubric.judge"}
-    assert kinds - PURE_KINDS == judged | {"compare.equivalent"}
-    assert kinds >= PURE_KINDS
+def test_a_worker_may_grade_every_kind_of_the_reference_but_the_judges() -> None:
+    registry, reference, judges = builtin_registry(), set(REFERENCE), REFERENCE_NEEDS["judge"]
+    assert registry.forkable(detector_forks=True) & reference == reference - judges
+    without = reference - judges - {"reply.language"}
+    assert registry.forkable(detector_forks=False) & reference == without
+
+
+def test_each_kind_that_needs_a_judge_has_a_judge_prompt() -> None:
+    registry = builtin_registry()
+    assert set(load_prompts()) == {name for name in registry if "judge" in registry.needs(name)}

@@ -1,17 +1,26 @@
 """The parts of a criterion kind: Builtin checks its parameters again whatever their type,
-NoParams takes none, and the registry turns what an evaluator raises into an error verdict."""
+and says what it needs; NoParams takes none; the registry trusts the parameters it validated
+itself, says which kinds a worker may grade, and turns what an evaluator raises into an
+error verdict."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from soev_pipeline.core import Case, CriterionContext, CriterionSpec, Evidence, Verdict
-from soev_pipeline.criteria import Builtin, CriterionRegistry, NoParams, builtin_registry, outcome
+from soev_pipeline.criteria import (
+    NEEDS,
+    Builtin,
+    CriterionRegistry,
+    NoParams,
+    builtin_registry,
+    outcome,
+)
 from soev_pipeline.criteria.reply import ContainsParams
 from tests.support.builders import make_case, make_evidence
 
@@ -140,3 +149,155 @@ def test_builtin_is_a_dataclass_of_name_params_model_and_evaluator() -> None:
     assert dataclasses.is_dataclass(Builtin)
     names = [field.name for field in dataclasses.fields(Builtin)]
     assert names[:3] == ["name", "params_model", "evaluator"]
+
+
+def test_builtin_takes_its_traits_by_keyword_after_the_fields_of_the_reference() -> None:
+    kind = Builtin("custom.remember", Params, remember, "3", needs={"corpus"})  # type: ignore[arg-type]
+    assert (kind.version, kind.needs, kind.summary, dict(kind.example)) == (
+        "3",
+        frozenset({"corpus"}),
+        "",
+        {},
+    )
+    with pytest.raises(TypeError):
+        Builtin("custom.remember", Params, remember, "1", frozenset())  # type: ignore[misc]
+
+
+def test_a_builtin_that_does_not_say_what_it_needs_needs_everything() -> None:
+    assert KIND.needs == NEEDS == {"judge", "language_detector", "corpus"}
+    assert KIND.needs_judge
+
+
+@pytest.mark.parametrize(
+    ("traits", "message"),
+    [
+        ({"needs": frozenset({"judges"})}, "unknown needs"),
+        ({"example": {"kind": "custom.other"}}, "must say kind: custom.remember"),
+    ],
+)
+def test_a_builtin_with_wrong_traits_is_refused(traits: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Builtin("custom.remember", Params, remember, **traits)
+
+
+class Unknown:
+    """A kind that is not a Builtin: it has the protocol, and says nothing about itself."""
+
+    name = "custom.unknown"
+    params_model = NoParams
+
+    async def evaluate(
+        self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
+    ) -> Verdict:
+        return outcome(passed=True)
+
+
+def test_the_registry_says_which_kinds_a_forked_worker_may_grade() -> None:
+    def kind(name: str, *needs: Any) -> Builtin[Any]:
+        return Builtin(name, NoParams, remember, needs=frozenset(needs))
+
+    registry = CriterionRegistry(
+        [
+            kind("custom.pure"),
+            kind("custom.corpus", "corpus"),
+            kind("custom.language", "language_detector"),
+            kind("custom.judged", "judge", "corpus"),
+            KIND,
+            Unknown(),
+        ]
+    )
+    assert registry.needs("custom.unknown") == NEEDS
+    assert registry.needs("custom.corpus") == {"corpus"}
+    pure = {"custom.pure", "custom.corpus"}
+    assert registry.forkable(detector_forks=False) == pure
+    assert registry.forkable(detector_forks=True) == pure | {"custom.language"}
+
+
+class Counted(BaseModel):
+    """Parameters that count their validations; not frozen, so a field can be replaced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = "dank"
+
+    @field_validator("word")
+    @classmethod
+    def _count(cls, word: str) -> str:
+        Counted.validations += 1
+        return word
+
+    validations: ClassVar[int] = 0
+
+
+async def remember_counted(
+    case: Case, evidence: Evidence, *, params: Counted, ctx: CriterionContext
+) -> Verdict:
+    Seen.params = params
+    return outcome(passed=True, detail=params.word)
+
+
+COUNTED: Builtin[Any] = Builtin("custom.counted", Counted, remember_counted)
+
+
+def _through(registry: CriterionRegistry, params: BaseModel | None, kind: str) -> Verdict:
+    spec = CriterionSpec.model_validate({"kind": kind, "word": "bedankt"})
+    ctx = CriterionContext()
+    return asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
+
+
+def _validated(registry: CriterionRegistry) -> Counted:
+    params = registry.validate(CriterionSpec.model_validate({"kind": "custom.counted"}))
+    assert isinstance(params, Counted)
+    return params
+
+
+def test_parameters_the_registry_validated_reach_the_evaluator_unvalidated() -> None:
+    registry = CriterionRegistry([COUNTED])
+    params = _validated(registry)
+    Counted.validations = 0
+    for _ in range(3):
+        assert _through(registry, params, "custom.counted").status == "pass"
+    assert Seen.params is params
+    assert Counted.validations == 0
+
+
+def test_parameters_the_registry_did_not_validate_are_validated_again() -> None:
+    registry = CriterionRegistry([COUNTED])
+    elsewhere = _validated(CriterionRegistry([COUNTED]))
+    built = Counted(word="dank")
+    Counted.validations = 0
+    _through(registry, elsewhere, "custom.counted")
+    _through(registry, built, "custom.counted")
+    _through(registry, None, "custom.counted")  # validated from the spec, once
+    assert Counted.validations == 3
+    assert Seen.params is not None and Seen.params.word == "bedankt"  # type: ignore[attr-defined]
+
+
+def test_parameters_validated_for_another_kind_are_validated_again() -> None:
+    twin = Builtin("custom.twin", Counted, remember_counted)
+    registry = CriterionRegistry([COUNTED, twin])
+    params = _validated(registry)
+    Counted.validations = 0
+    _through(registry, params, "custom.twin")
+    assert Counted.validations == 1
+
+
+def test_parameters_changed_after_validation_are_validated_again() -> None:
+    registry = CriterionRegistry([COUNTED])
+    params = _validated(registry)
+    params.word = NOT_A_STRING
+    verdict = _through(registry, params, "custom.counted")
+    assert verdict.status == "error"
+    assert verdict.detail.startswith("criterion raised ValidationError")
+
+
+def test_a_frozen_model_changed_behind_its_back_is_validated_again() -> None:
+    registry = builtin_registry()
+    spec = CriterionSpec.model_validate({"kind": "reply.max_length", "max": 10})
+    params = registry.validate(spec)
+    ctx = CriterionContext()
+    passed = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
+    assert passed.status == "pass"
+    object.__setattr__(params, "max", -1)
+    verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
+    assert (verdict.status, verdict.detail[:32]) == ("error", "criterion raised ValidationError")
