@@ -163,8 +163,9 @@ def _notice(text: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    load(paths.project_file, definitions=False, suite_cache=paths.suite_cache)
+    project = load(paths.project_file, definitions=False, suite_cache=paths.suite_cache).project
     archive = RunArchive(paths.runs, check_run_id(args.run))
+    check_same_project(archive.manifest(), project.name)
     report = read_report(archive)
     if args.json:
         write_report_json(report, sys.stdout)

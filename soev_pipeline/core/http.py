@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 
@@ -250,3 +251,31 @@ def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> fl
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+REASONING_PARTS = frozenset({"thinking", "reasoning"})
+"""Content parts in which a reasoning model thinks aloud: not part of its answer."""
+
+
+def message_text(content: Any) -> str | None:
+    """The text of a chat-completions message's `content`: a string, or an array of parts.
+
+    An array (`[{"type": "text", "text": "..."}, ...]`, as several servers send it) reads
+    as its text parts joined in order, passing over the parts in which a reasoning model
+    thinks aloud (`REASONING_PARTS`). It must hold a text part and no part of another type
+    (an image is not a text reply). None for anything else.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts: list[str] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in REASONING_PARTS:
+            continue
+        text = part.get("text") if kind == "text" else None
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "".join(texts) if texts else None
