@@ -26,7 +26,7 @@ from soev_pipeline import __version__
 from .env import UnsetVariableError, expand_env
 from .errors import SoevError
 from .project import JudgeConfig, SystemConfig
-from .secrets import register_secret
+from .secrets import register_secret, register_url_secrets
 
 USER_AGENT = f"soev-pipeline/{__version__}"
 CONNECT_TIMEOUT_S = 10.0
@@ -47,7 +47,10 @@ def request_headers(
 
     A header value may hold `${VAR}` or `${VAR:-default}`, filled in as `expand_env` does;
     the token comes from the variable that `api_key_env` names and wins over an
-    `Authorization` in `headers`. Secrets are read only here, so they never sit in a file.
+    `Authorization` in `headers`. Secrets are read only here, so they never sit in a file,
+    and each is registered (`core.secrets`) to be redacted from all that is recorded: the
+    token, every value a variable filled in and the whole header it made, and the
+    credentials of the base URL.
 
     Args:
         config: the project's `system:` or `judge:` section.
@@ -58,10 +61,11 @@ def request_headers(
         SoevError: an `error` when a variable without a default is not set (or, for the
             token, is empty); the message names the key and the variable, never a value.
     """
+    register_url_secrets(config.url)
     headers = {"User-Agent": USER_AGENT}
     for name, value in config.headers.items():
         try:
-            headers[name] = expand_env(value)
+            headers[name] = expand_env(value, on_value=register_secret)
             if headers[name] != value:
                 register_secret(headers[name])
         except UnsetVariableError as exc:
