@@ -10,6 +10,7 @@ may retry (`RetryRules`), and how its failures read, stay its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 from collections.abc import Awaitable, Callable
@@ -61,13 +62,11 @@ def request_headers(
         SoevError: an `error` when a variable without a default is not set (or, for the
             token, is empty); the message names the key and the variable, never a value.
     """
-    register_url_secrets(config.url)
+    register_config_secrets(config)
     headers = {"User-Agent": USER_AGENT}
     for name, value in config.headers.items():
         try:
-            headers[name] = expand_env(value, on_value=register_secret)
-            if headers[name] != value:
-                register_secret(headers[name])
+            headers[name] = expand_env(value)
         except UnsetVariableError as exc:
             raise error(
                 f"{section}.headers[{name!r}] uses ${{{exc.name}}}, but the environment "
@@ -80,9 +79,25 @@ def request_headers(
                 f"{section}.api_key_env names {config.api_key_env!r}, but that environment "
                 "variable is not set"
             )
-        register_secret(token)
         headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+def register_config_secrets(config: SystemConfig | JudgeConfig) -> None:
+    """Register the secrets of a section that are set, without needing any of them.
+
+    For a command that sends nothing with them but may meet them in what it reads (an
+    offline rescore reads judge answers cached by an older version), so that they are
+    redacted all the same. `request_headers` registers them when they are sent.
+    """
+    register_url_secrets(config.url)
+    if config.api_key_env is not None and os.environ.get(config.api_key_env):
+        register_secret(os.environ[config.api_key_env])
+    for value in config.headers.values():
+        with contextlib.suppress(UnsetVariableError):
+            expanded = expand_env(value, on_value=register_secret)
+            if expanded != value:
+                register_secret(expanded)
 
 
 def create_client(
