@@ -21,6 +21,7 @@ from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.http import RetryPolicy, RetryRules, create_client, send_with_retries
 from soev_pipeline.core.models import Failure
 from soev_pipeline.core.project import SystemConfig
+from soev_pipeline.core.proxies import EnvironmentProxies, ProxyConfigError
 from soev_pipeline.core.secrets import redact
 from soev_pipeline.core.transport import AiohttpTransport
 from soev_pipeline.text import shorten
@@ -80,22 +81,26 @@ def create_http_client(
     """Open the client of the system under test; use it with `async with`.
 
     It is `core.http.create_client`'s for the `system:` section, sending through aiohttp
-    (`core.transport`) unless `transport` is given. The pool holds twice `concurrency`
-    connections, so that the best-effort deletes of cancelled conversations never wait
-    behind the conversations that replace them.
+    (`core.transport`) and the proxies of the environment (`core.proxies`) unless
+    `transport` is given. The pool holds twice `concurrency` connections, so that the
+    best-effort deletes of cancelled conversations never wait behind the conversations that
+    replace them.
 
     Raises:
-        ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable.
+        ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable; or the
+            environment names a proxy that is not an HTTP proxy.
     """
     limits = httpx.Limits(
         max_connections=2 * system.concurrency, max_keepalive_connections=system.concurrency
     )
+    if transport is None:
+        try:
+            proxies = EnvironmentProxies.read()
+        except ProxyConfigError as exc:
+            raise ArmError(str(exc)) from None
+        transport = AiohttpTransport(limits=limits, proxies=proxies)
     return create_client(
-        system,
-        section="system",
-        error=ArmError,
-        limits=limits,
-        transport=transport or AiohttpTransport(limits=limits),
+        system, section="system", error=ArmError, limits=limits, transport=transport
     )
 
 
