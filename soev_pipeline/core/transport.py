@@ -165,7 +165,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             data = request.stream
             request.headers.pop("transfer-encoding", None)  # aiohttp chunks it itself
         with _httpx_errors(request):
-            url = str(request.url)
+            # the credentials of a URL are httpx's to send (as `Authorization: Basic`)
+            url = str(request.url.copy_with(userinfo=b""))
             response = await self._session.request(
                 request.method,
                 url,
