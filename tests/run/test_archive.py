@@ -175,7 +175,7 @@ class TestTampering:
             Evidence.model_validate_json('{"case_id": "a", "attempt": -1}')
 
     def test_a_manifest_of_another_run_is_refused(self, tmp_path: Path) -> None:
-        archive = _archive(tmp_path)
+        _archive(tmp_path)
         (tmp_path / "r1").rename(tmp_path / "r2")
         with pytest.raises(ProjectError, match=r"manifest is of run 'r1', not of 'r2'"):
             RunArchive(tmp_path, "r2").manifest()
