@@ -10,9 +10,9 @@ framing holds), a lone surrogate escape as models emit them. After each step it 
 - every (case, attempt) pair is archived at most once, and exactly once when a run is done;
 - the report of a finished run counts the attempts its evidence holds;
 - no command ends with an internal error, and every evidence line is UTF-8 JSON;
-- the token appears nowhere in the project folder (archive and Dagster storage included)
-  nor in any output, and no test case id appears in an output, a report or the Dagster
-  storage.
+- the token appears nowhere in the project folder (archive and Dagster storage included),
+  in any form (as it is, case-changed, hex, URL-encoded, base64), nor in any output, and no
+  test case id appears in an output, a report or the Dagster storage.
 
     python bench/soak.py                    # 30 minutes
     python bench/soak.py --minutes 5 --seed 7
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import random
@@ -37,7 +38,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import yaml
 
@@ -127,6 +128,18 @@ class HalfEmojiRelay:
             pass
         finally:
             sink.close()
+
+
+def _forms(secret: str) -> list[bytes]:
+    """The byte forms of `secret` that the storage scan looks for: as it is, in upper and
+    lower case, hex, URL-encoded and base64 (alone, and as `Basic` credentials)."""
+    data = secret.encode()
+    found = [data, data.upper(), data.lower(), data.hex().encode()]
+    found += [quote(secret, safe="").encode(), base64.b64encode(data).rstrip(b"=")]
+    for user in (b"u:", b"ab:", b"abc:"):  # the characters that only the secret decides
+        encoded = base64.b64encode(user + data)
+        found.append(encoded[(8 * len(user) + 5) // 6 : 8 * (len(user) + len(data)) // 6])
+    return found
 
 
 def _command(*args: str) -> list[str]:
@@ -278,12 +291,14 @@ class Soak:
             self.tally.leaks += 1
 
     def check_storage(self) -> None:
-        """The token nowhere under the project; test case ids nowhere in Dagster's storage."""
+        """The token, in any form, nowhere under the project; test case ids nowhere in
+        Dagster's storage."""
+        forms = _forms(TOKEN)
         for path in self.project.rglob("*"):
             if not path.is_file():
                 continue
             data = path.read_bytes()
-            if TOKEN.encode() in data:
+            if any(form in data for form in forms):
                 self._problem(f"the token is in {path.relative_to(self.project)}")
                 self.tally.leaks += 1
             if ".soev/dagster" in str(path) and any(i.encode() in data for i in self.test_ids):
