@@ -166,7 +166,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             request.headers.pop("transfer-encoding", None)  # aiohttp chunks it itself
         with _httpx_errors(request):
             # the credentials of a URL are httpx's to send (as `Authorization: Basic`)
-            url = str(request.url.copy_with(userinfo=b""))
+            target = request.url.copy_with(userinfo=b"") if request.url.userinfo else request.url
+            url = str(target)
             response = await self._session.request(
                 request.method,
                 url,
