@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from soev_pipeline.core.errors import ArmError
@@ -94,7 +94,11 @@ class TestEveryForm:
         after=st.binary(max_size=5),
         urlsafe=st.booleans(),
     )
-    @settings(max_examples=150, deadline=None)
+    @settings(
+        max_examples=150,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     def test_base64_at_any_alignment_is_redacted(
         self, before: bytes, after: bytes, urlsafe: bool
     ) -> None:
