@@ -1,7 +1,9 @@
 """Benchmark: load a project with one big suite, without the suite cache, cold and warm.
 
 Writes a project whose suite holds `--cases` synthetic cases (see `synthetic.py`) over
-`--files` suite files, each case with three criteria (one shared by its file), and times
+`--files` suite files, each with the test cases of its part in a file of its own beside it
+(a quarter of the cases; a file that holds a test case is never cached, so the warm load
+parses these), each case with three criteria (one shared by its file), and times
 `load` three ways, each `--repeats` times, printing the median wall and CPU seconds:
 
 - uncached: `load(path)`, which parses and validates every file;
@@ -39,23 +41,26 @@ def write_project(directory: Path, cases: int, files: int, seed: int) -> Path:
     per_file = -(-cases // files)
     for number in range(files):
         chunk = made[number * per_file : (number + 1) * per_file]
-        document = {
-            "suite": "bench",
-            "criteria": [{"kind": "run.no_failure", "gate": True}],
-            "cases": [
-                {
-                    **case.model_dump(mode="json", exclude={"suite", "criteria"}),
-                    "criteria": [
-                        {"kind": "citations.required", "min": 0.5, "gate": True},
-                        {"kind": "reply.max_length", "max": 2500},
-                    ],
-                }
-                for case in chunk
-            ],
-        }
-        file = directory / "suites" / f"bench-{number:03d}.yaml"
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False))
+        for split, suffix in (("dev", ""), ("test", "-test")):
+            document = {
+                "suite": "bench",
+                "criteria": [{"kind": "run.no_failure", "gate": True}],
+                "cases": [
+                    {
+                        **case.model_dump(mode="json", exclude={"suite", "criteria"}),
+                        "criteria": [
+                            {"kind": "citations.required", "min": 0.5, "gate": True},
+                            {"kind": "reply.max_length", "max": 2500},
+                        ],
+                    }
+                    for case in chunk
+                    if case.split == split
+                ],
+            }
+            # the test cases in a file of their own: a file that holds one is never cached
+            file = directory / "suites" / f"bench-{number:03d}{suffix}.yaml"
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False))
     project = {
         "name": "bench",
         "system": {"base_url": "http://127.0.0.1:9/"},

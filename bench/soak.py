@@ -3,13 +3,16 @@
 For a set time (default 30 minutes) against the bundled reference assistant, with failures
 on and a bearer token required, this starts runs of a copy of the demo project and, at a
 random moment, kills them with SIGKILL, interrupts them with SIGINT or lets them finish;
-resumes them until they are complete; and rescores finished runs two at a time. After each
-step it checks:
+resumes them until they are complete; and rescores finished runs two at a time. The runs
+reach the assistant through a relay that cuts emoji in half: with `--surrogate-rate`, a
+reply's `Volgens` becomes `\ud83ds` on the wire (the same number of bytes, so the HTTP
+framing holds), a lone surrogate escape as models emit them. After each step it checks:
 - every (case, attempt) pair is archived at most once, and exactly once when a run is done;
 - the report of a finished run counts the attempts its evidence holds;
-- the token appears nowhere in the project folder (archive and Dagster storage included)
-  nor in any output, and no test case id appears in an output, a report or the Dagster
-  storage.
+- no command ends with an internal error, and every evidence line is UTF-8 JSON;
+- the token appears nowhere in the project folder (archive and Dagster storage included),
+  in any form (as it is, case-changed, hex, URL-encoded, base64), nor in any output, and no
+  test case id appears in an output, a report or the Dagster storage.
 
     python bench/soak.py                    # 30 minutes
     python bench/soak.py --minutes 5 --seed 7
@@ -20,6 +23,8 @@ Not part of the tests: it prints a summary and exits 1 when an invariant broke.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import json
 import os
 import random
@@ -28,10 +33,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 import yaml
 
@@ -39,6 +46,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
 TOKEN = "soak-token-5f0c1e9b2d"
 K = 2
+WORD, HALF_EMOJI = b"Volgens", b"\\ud83ds"
+"""A word of the assistant's replies, and the lone surrogate escape of the same length that
+the relay puts in its place."""
 
 
 @dataclass
@@ -52,7 +62,84 @@ class Tally:
     pairs: int = 0
     duplicates: int = 0
     leaks: int = 0
+    surrogates: int = 0
+    replaced: int = 0
+    crashes: int = 0
     problems: list[str] = field(default_factory=list)
+
+
+class HalfEmojiRelay:
+    """A TCP relay to the assistant that replaces `WORD` with `HALF_EMOJI` in what comes
+    back, at the rate given (a seeded draw per occurrence within one read)."""
+
+    def __init__(self, target: str, rate: float, seed: int) -> None:
+        parts = urlsplit(target)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.injected = 0
+        self.url = ""
+        self._loop = asyncio.new_event_loop()
+
+    def start(self) -> str:
+        ready = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self._loop)
+            server = self._loop.run_until_complete(
+                asyncio.start_server(self._relay, "127.0.0.1", 0)
+            )
+            self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+            ready.set()
+            self._loop.run_forever()
+
+        threading.Thread(target=serve, name="relay", daemon=True).start()
+        ready.wait(10)
+        return self.url
+
+    async def _relay(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
+        try:
+            upstream, to_upstream = await asyncio.open_connection(self.host, self.port)
+        except OSError:
+            to_client.close()
+            return
+        await asyncio.gather(
+            self._pipe(client, to_upstream, mangle=False),
+            self._pipe(upstream, to_client, mangle=True),
+            return_exceptions=True,
+        )
+
+    async def _pipe(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, *, mangle: bool
+    ) -> None:
+        try:
+            while chunk := await source.read(65536):
+                if mangle and WORD in chunk:
+                    parts = chunk.split(WORD)
+                    joined = [parts[0]]
+                    for part in parts[1:]:
+                        cut = self.rng.random() < self.rate
+                        self.injected += cut
+                        joined += [HALF_EMOJI if cut else WORD, part]
+                    chunk = b"".join(joined)
+                sink.write(chunk)
+                await sink.drain()
+        except ConnectionError:
+            pass
+        finally:
+            sink.close()
+
+
+def _forms(secret: str) -> list[bytes]:
+    """The byte forms of `secret` that the storage scan looks for: as it is, in upper and
+    lower case, hex, URL-encoded and base64 (alone, and as `Basic` credentials)."""
+    data = secret.encode()
+    found = [data, data.upper(), data.lower(), data.hex().encode()]
+    found += [quote(secret, safe="").encode(), base64.b64encode(data).rstrip(b"=")]
+    for user in (b"u:", b"ab:", b"abc:"):  # the characters that only the secret decides
+        encoded = base64.b64encode(user + data)
+        found.append(encoded[(8 * len(user) + 5) // 6 : 8 * (len(user) + len(data)) // 6])
+    return found
 
 
 def _command(*args: str) -> list[str]:
@@ -67,21 +154,26 @@ def _test_ids(project: Path) -> set[str]:
     return ids
 
 
-def _pairs(run: Path) -> Counter[tuple[str, int]]:
+def _pairs(run: Path) -> tuple[Counter[tuple[str, int]], int, int]:
+    """How often each pair is archived; the complete lines that are not UTF-8 JSON (only a
+    last line cut by a kill may be broken); the replies that hold a replaced surrogate."""
     counts: Counter[tuple[str, int]] = Counter()
+    broken = replaced = 0
     path = run / "evidence.jsonl"
     if not path.exists():
-        return counts
+        return counts, broken, replaced
     with path.open("rb") as lines:
         for line in lines:
             if not line.endswith(b"\n"):
                 continue
             try:
-                raw = json.loads(line)
+                raw = json.loads(line.decode("utf-8"))
             except ValueError:
+                broken += 1
                 continue
             counts[(raw["case_id"], raw["attempt"])] += 1
-    return counts
+            replaced += "\ufffd" in (raw.get("reply") or "")
+    return counts, broken, replaced
 
 
 class Soak:
@@ -119,6 +211,9 @@ class Soak:
         return process.returncode
 
     def _check_output(self, text: str, what: str) -> None:
+        if "internal error" in text or "Traceback" in text:
+            self._problem(f"{what}: an internal error: {text.strip().splitlines()[-1]}")
+            self.tally.crashes += 1
         if TOKEN in text:
             self._problem(f"{what}: the token is in its output")
             self.tally.leaks += 1
@@ -169,8 +264,12 @@ class Soak:
 
     def _check_run(self, run_id: str, *, complete: bool) -> None:
         run = self.project / "runs" / run_id
-        pairs = _pairs(run)
+        pairs, broken, replaced = _pairs(run)
         self.tally.pairs += len(pairs)
+        if broken:
+            self._problem(f"{run_id}: {broken} complete evidence lines are not UTF-8 JSON")
+        if complete:
+            self.tally.replaced += replaced
         twice = sum(1 for count in pairs.values() if count > 1)
         if twice:
             self.tally.duplicates += twice
@@ -192,12 +291,14 @@ class Soak:
             self.tally.leaks += 1
 
     def check_storage(self) -> None:
-        """The token nowhere under the project; test case ids nowhere in Dagster's storage."""
+        """The token, in any form, nowhere under the project; test case ids nowhere in
+        Dagster's storage."""
+        forms = _forms(TOKEN)
         for path in self.project.rglob("*"):
             if not path.is_file():
                 continue
             data = path.read_bytes()
-            if TOKEN.encode() in data:
+            if any(form in data for form in forms):
                 self._problem(f"the token is in {path.relative_to(self.project)}")
                 self.tally.leaks += 1
             if ".soev/dagster" in str(path) and any(i.encode() in data for i in self.test_ids):
@@ -211,6 +312,9 @@ def main() -> int:
     options.add_argument("--seed", type=int, default=0)
     options.add_argument("--failure-rate", default="0.1")
     options.add_argument("--latency-ms", default="150")
+    options.add_argument(
+        "--surrogate-rate", type=float, default=0.2, help="share of replies cut by the relay"
+    )
     args = options.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="soev-soak-") as folder:
@@ -234,8 +338,8 @@ def main() -> int:
         )
         try:
             assert reference.stdout is not None
-            url = reference.stdout.readline().strip()
-            soak = Soak(Path(folder), url, rng)
+            relay = HalfEmojiRelay(reference.stdout.readline().strip(), args.surrogate_rate, 1)
+            soak = Soak(Path(folder), relay.start(), rng)
             started = time.monotonic()
             while time.monotonic() - started < args.minutes * 60:
                 if soak.done and rng.random() < 0.3:
@@ -263,6 +367,8 @@ def main() -> int:
     print(f"rescores           {t.rescores} ({t.refused} refused: run in use)")
     print(f"pairs checked      {t.pairs}")
     print(f"duplicates         {t.duplicates}")
+    print(f"half emoji sent    {relay.injected} ({t.replaced} in finished runs' replies)")
+    print(f"internal errors    {t.crashes}")
     print(f"leaks              {t.leaks}")
     print(f"problems           {len(t.problems)}")
     for problem in t.problems:

@@ -38,3 +38,12 @@ def test_the_image_serves_the_location_module_with_the_listed_projects() -> None
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     queue = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     assert queue["tagConcurrencyLimits"][0]["key"] == "soev/system"
+
+
+def test_the_image_runs_as_a_numeric_user_that_is_not_root() -> None:
+    """A cluster with `runAsNonRoot` can verify only a numeric user (`USER 10001:10001`)."""
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    *_, user = re.findall(r"^USER\s+(\S+)\s*$", dockerfile, flags=re.MULTILINE)
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit() and gid.isdigit() and int(uid) > 0 and int(gid) > 0, user
+    assert f"--uid {uid} --gid {gid}" in dockerfile and f"--gid {gid} soev" in dockerfile

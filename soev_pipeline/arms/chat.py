@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 from pydantic import JsonValue
 
+from soev_pipeline.core.chars import scrub
 from soev_pipeline.core.errors import ArmError
-from soev_pipeline.core.http import RetryPolicy
+from soev_pipeline.core.http import RetryPolicy, message_text
 from soev_pipeline.core.models import Turn
 from soev_pipeline.core.project import SystemConfig
 
@@ -29,8 +30,9 @@ def _malformed(problem: str) -> TurnFailed:
 def parse_completion(body: bytes) -> Answer:
     """The reply and usage of a non-streamed completion (its first choice).
 
-    A message without `content` but with a `refusal` (structured-output refusals) answers
-    with the refusal text.
+    The content may be a string or an array of text parts (see `message_text`). A message
+    without `content` but with a `refusal` (structured-output refusals) answers with the
+    refusal text. A lone surrogate escape in the text is replaced by U+FFFD.
 
     Raises:
         TurnFailed: `malformed_response` when the body is not a completion.
@@ -45,16 +47,15 @@ def parse_completion(body: bytes) -> Answer:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise _malformed("has no message")
-    reply = message.get("content")
-    if reply is None:
-        reply = message.get("refusal")
+    content = message.get("content")
+    reply = message.get("refusal") if content is None else message_text(content)
     if not isinstance(reply, str):
         raise _malformed("message has no text content")
     try:
         usage = parse_usage(data.get("usage"))
     except ValueError as exc:
         raise _malformed(f"usage is invalid: {exc}") from None
-    return Answer(reply=reply, usage=usage)
+    return Answer(reply=scrub(reply), usage=usage)
 
 
 class ChatCompletionsArm(ConversationArm):

@@ -18,7 +18,7 @@ from typing import Any
 from soev_pipeline.core.models import Usage
 
 from .conversation import Answer
-from .http import TurnFailed, reading
+from .http import TurnFailed, failure_code, reading
 from .sse import MAX_FRAME_BYTES, ServerSentEvent, SSEError, SSEParser, iter_events
 
 DECODED = frozenset(
@@ -150,7 +150,7 @@ class TurnReader:
         elif kind in ("error", "failure"):
             code, detail = payload.get("code"), payload.get("detail")
             raise TurnFailed(
-                code if isinstance(code, str) and code else kind,
+                failure_code(code, kind),
                 f"{kind} event: {detail}" if isinstance(detail, str) and detail else "",
             )
         elif kind == "cancelled":

@@ -10,6 +10,7 @@ nothing is retried. The client, the retry loop, the backoff and the reading of
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,8 @@ from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.http import RetryPolicy, RetryRules, create_client, send_with_retries
 from soev_pipeline.core.models import Failure
 from soev_pipeline.core.project import SystemConfig
+from soev_pipeline.core.proxies import EnvironmentProxies, ProxyConfigError
+from soev_pipeline.core.secrets import redact
 from soev_pipeline.core.transport import AiohttpTransport
 from soev_pipeline.text import shorten
 
@@ -34,14 +37,27 @@ MAX_DETAIL = 300
 _MAX_ERROR_BODY = 16 * 1024
 
 
+FAILURE_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+"""A failure code the system may give: a short token, safe in a report and on a terminal."""
+
+
 class TurnFailed(Exception):
-    """A turn failed; the arm records `failure` in the evidence instead of raising."""
+    """A turn failed; the arm records `failure` in the evidence instead of raising.
+
+    The detail may quote what the system sent: every secret in it is redacted before it is
+    cut to `MAX_DETAIL` characters, since a secret cut first would leave its start behind.
+    """
 
     def __init__(self, code: str, detail: str = "", *, http_status: int | None = None) -> None:
         super().__init__(code)
         self.failure = Failure(
-            code=code, detail=shorten(detail, MAX_DETAIL), http_status=http_status
+            code=code, detail=shorten(redact(detail), MAX_DETAIL), http_status=http_status
         )
+
+
+def failure_code(value: object, fallback: str) -> str:
+    """`value` when it is a failure code the system may give (`FAILURE_CODE`), else `fallback`."""
+    return value if isinstance(value, str) and FAILURE_CODE.fullmatch(value) else fallback
 
 
 @contextmanager
@@ -67,22 +83,26 @@ def create_http_client(
     """Open the client of the system under test; use it with `async with`.
 
     It is `core.http.create_client`'s for the `system:` section, sending through aiohttp
-    (`core.transport`) unless `transport` is given. The pool holds twice `concurrency`
-    connections, so that the best-effort deletes of cancelled conversations never wait
-    behind the conversations that replace them.
+    (`core.transport`) and the proxies of the environment (`core.proxies`) unless
+    `transport` is given. The pool holds twice `concurrency` connections, so that the
+    best-effort deletes of cancelled conversations never wait behind the conversations that
+    replace them.
 
     Raises:
-        ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable.
+        ArmError: `api_key_env`, or a `${VAR}` in `headers`, names an unset variable; or the
+            environment names a proxy that is not an HTTP proxy.
     """
     limits = httpx.Limits(
         max_connections=2 * system.concurrency, max_keepalive_connections=system.concurrency
     )
+    if transport is None:
+        try:
+            proxies = EnvironmentProxies.read()
+        except ProxyConfigError as exc:
+            raise ArmError(str(exc)) from None
+        transport = AiohttpTransport(limits=limits, proxies=proxies)
     return create_client(
-        system,
-        section="system",
-        error=ArmError,
-        limits=limits,
-        transport=transport or AiohttpTransport(limits=limits),
+        system, section="system", error=ArmError, limits=limits, transport=transport
     )
 
 
@@ -147,7 +167,7 @@ async def failure_of(response: httpx.Response) -> TurnFailed:
     code, detail = _problem(bytes(body))
     status = response.status_code
     text = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
-    return TurnFailed(code or f"http_{status}", text, http_status=status)
+    return TurnFailed(failure_code(code, f"http_{status}"), text, http_status=status)
 
 
 def _problem(body: bytes) -> tuple[str | None, str]:

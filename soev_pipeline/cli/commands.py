@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from soev_pipeline import api
+from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
@@ -92,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     progress.close()
     _record(evaluation)
-    sys.stdout.write(render_report(evaluation.report))
+    _print(render_report(evaluation.report))
     sys.stdout.write(f"archive: {evaluation.archive.path}\n")
     return EXIT_OK
 
@@ -127,19 +128,26 @@ def _record(evaluation: api.Evaluation) -> None:
 
 
 def _notice(text: str) -> None:
-    print(f"soev-evals: {text}", file=sys.stderr)
+    print(f"soev-evals: {printable(text, keep='')}", file=sys.stderr)
+
+
+def _print(text: str) -> None:
+    """Plain output: replies and details quoted in it may hold control characters (ESC,
+    NUL), which are shown escaped rather than sent to the terminal raw."""
+    sys.stdout.write(printable(text))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
-    read_project(paths.project_file)
+    project = read_project(paths.project_file)
     archive = RunArchive(paths.runs, check_run_id(args.run))
+    check_same_project(archive.manifest(), project.name)
     with frozen_heap():
         report = read_report(archive)
     if args.json:
         write_report_json(report, sys.stdout)
     else:
-        sys.stdout.write(render_report(report))
+        _print(render_report(report))
     if args.junit is not None:
         write_junit(args.junit.resolve(), report, read_attempts(archive))
     if args.html is not None:
@@ -188,7 +196,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(comparison.model_dump(mode="json"))
     else:
-        sys.stdout.write(render_comparison(comparison))
+        _print(render_comparison(comparison))
     if args.fail_on_regression and comparison.inconclusive:
         print(
             f"soev-evals: the quality gate cannot decide: {comparison.why_inconclusive()} "
@@ -241,9 +249,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             }
         )
     else:
-        sys.stdout.write(
-            render_plan(groups, run_id=run.run_id, run_k=manifest.k, k=k, drop=args.drop)
-        )
+        _print(render_plan(groups, run_id=run.run_id, run_k=manifest.k, k=k, drop=args.drop))
     return EXIT_OK
 
 
@@ -269,7 +275,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     _record(evaluation)
-    sys.stdout.write(render_report(evaluation.report))
+    _print(render_report(evaluation.report))
     return EXIT_OK
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from soev_pipeline import __version__
+from soev_pipeline.core.chars import printable
 from soev_pipeline.core.secrets import redact
 
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
@@ -255,7 +256,7 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
         if args.debug:
             traceback.print_exc()
         message, status = describe_error(exc, args)
-        print(f"soev-evals: error: {redact(message)}", file=sys.stderr)
+        print(f"soev-evals: error: {printable(redact(message), keep='')}", file=sys.stderr)
         if status == EXIT_ERROR and not args.debug and not _is_user_error(exc):
             print("soev-evals: run with --debug for the traceback", file=sys.stderr)
         return status

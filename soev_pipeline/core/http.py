@@ -10,6 +10,7 @@ may retry (`RetryRules`), and how its failures read, stay its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 
@@ -25,7 +27,7 @@ from soev_pipeline import __version__
 from .env import UnsetVariableError, expand_env
 from .errors import SoevError
 from .project import JudgeConfig, SystemConfig
-from .secrets import register_secret
+from .secrets import register_secret, register_url_secrets
 
 USER_AGENT = f"soev-pipeline/{__version__}"
 CONNECT_TIMEOUT_S = 10.0
@@ -46,7 +48,10 @@ def request_headers(
 
     A header value may hold `${VAR}` or `${VAR:-default}`, filled in as `expand_env` does;
     the token comes from the variable that `api_key_env` names and wins over an
-    `Authorization` in `headers`. Secrets are read only here, so they never sit in a file.
+    `Authorization` in `headers`. Secrets are read only here, so they never sit in a file,
+    and each is registered (`core.secrets`) to be redacted from all that is recorded: the
+    token, every value a variable filled in and the whole header it made, and the
+    credentials of the base URL.
 
     Args:
         config: the project's `system:` or `judge:` section.
@@ -57,12 +62,11 @@ def request_headers(
         SoevError: an `error` when a variable without a default is not set (or, for the
             token, is empty); the message names the key and the variable, never a value.
     """
+    register_config_secrets(config)
     headers = {"User-Agent": USER_AGENT}
     for name, value in config.headers.items():
         try:
             headers[name] = expand_env(value)
-            if headers[name] != value:
-                register_secret(headers[name])
         except UnsetVariableError as exc:
             raise error(
                 f"{section}.headers[{name!r}] uses ${{{exc.name}}}, but the environment "
@@ -75,9 +79,25 @@ def request_headers(
                 f"{section}.api_key_env names {config.api_key_env!r}, but that environment "
                 "variable is not set"
             )
-        register_secret(token)
         headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+def register_config_secrets(config: SystemConfig | JudgeConfig) -> None:
+    """Register the secrets of a section that are set, without needing any of them.
+
+    For a command that sends nothing with them but may meet them in what it reads (an
+    offline rescore reads judge answers cached by an older version), so that they are
+    redacted all the same. `request_headers` registers them when they are sent.
+    """
+    register_url_secrets(config.url)
+    if config.api_key_env is not None and os.environ.get(config.api_key_env):
+        register_secret(os.environ[config.api_key_env])
+    for value in config.headers.values():
+        with contextlib.suppress(UnsetVariableError):
+            expanded = expand_env(value, on_value=register_secret)
+            if expanded != value:
+                register_secret(expanded)
 
 
 def create_client(
@@ -250,3 +270,31 @@ def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> fl
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+REASONING_PARTS = frozenset({"thinking", "reasoning"})
+"""Content parts in which a reasoning model thinks aloud: not part of its answer."""
+
+
+def message_text(content: Any) -> str | None:
+    """The text of a chat-completions message's `content`: a string, or an array of parts.
+
+    An array (`[{"type": "text", "text": "..."}, ...]`, as several servers send it) reads
+    as its text parts joined in order, passing over the parts in which a reasoning model
+    thinks aloud (`REASONING_PARTS`). It must hold a text part and no part of another type
+    (an image is not a text reply). None for anything else.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts: list[str] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in REASONING_PARTS:
+            continue
+        text = part.get("text") if kind == "text" else None
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "".join(texts) if texts else None

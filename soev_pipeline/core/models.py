@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     JsonValue,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
 
 from .canonical import digest
+from .chars import scrub
 
 Behaviour = Literal["answer", "refuse", "abstain"]
 Split = Literal["dev", "test"]
@@ -23,6 +26,16 @@ Status = Literal["pass", "fail", "error", "not_applicable"]
 
 SPLITS: tuple[Split, ...] = ("dev", "test")
 STATUSES: tuple[Status, ...] = ("pass", "fail", "error", "not_applicable")
+
+
+def _encodable(text: str, info: ValidationInfo) -> str:
+    # JSON read back cannot hold a lone surrogate: only text made in Python needs the scan
+    return text if info.mode == "json" else scrub(text)
+
+
+WireText = Annotated[str, AfterValidator(_encodable)]
+"""Text that may come from the system under test, a judge or a criterion: a lone surrogate
+in it is replaced by U+FFFD when the model is made, so that the archive can always write it."""
 
 
 class FrozenModel(BaseModel):
@@ -195,8 +208,8 @@ class Failure(FrozenModel):
     reads and writes as it did before the field existed.
     """
 
-    code: str
-    detail: str = ""
+    code: WireText
+    detail: WireText = ""
     http_status: int | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
@@ -204,8 +217,8 @@ class Turn(FrozenModel):
     """One user turn and what the system under test answered."""
 
     input: str
-    reply: str | None = None
-    citations: tuple[str, ...] = ()
+    reply: WireText | None = None
+    citations: tuple[WireText, ...] = ()
     usage: Usage | None = None
     duration_s: float = 0.0
     failure: Failure | None = None
@@ -215,8 +228,8 @@ class VariantEvidence(FrozenModel):
     """What a variant's own thread returned."""
 
     id: str
-    reply: str | None = None
-    citations: tuple[str, ...] = ()
+    reply: WireText | None = None
+    citations: tuple[WireText, ...] = ()
     turns: tuple[Turn, ...] = ()
 
 
@@ -232,8 +245,8 @@ class Evidence(FrozenModel):
     split: Split = "dev"
     attempt: int = Field(default=0, ge=0)
     turns: tuple[Turn, ...] = ()
-    reply: str | None = None
-    citations: tuple[str, ...] = ()
+    reply: WireText | None = None
+    citations: tuple[WireText, ...] = ()
     refusal_code: str | None = None
     variants: tuple[VariantEvidence, ...] = ()
     started_at: datetime = Field(default_factory=_now)
@@ -258,7 +271,7 @@ class Verdict(FrozenModel):
 
     kind: str = ""
     status: Status
-    detail: str = ""
+    detail: WireText = ""
     weight: float = 1.0
     gate: bool = False
     version: str = ""

@@ -10,8 +10,10 @@ they are, and aiohttp's errors become the httpx errors they stand for, so that t
 rules (`core.http.RetryRules`) see the same failures: only a connection that could not be
 made is safe to retry.
 
-The client keeps what only it does: cookies, redirects (never followed here), proxies from
-the environment (httpx mounts its own transports for those), content decoding.
+The client keeps what only it does: cookies, redirects (never followed here), content
+decoding. Proxies from the environment it cannot keep: httpx reads them only for a client
+without a transport of its own. So this transport takes them (`core.proxies`) and sends
+each request through the proxy its URL needs, as httpx would.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from .proxies import EnvironmentProxies
 
 if TYPE_CHECKING:  # aiohttp is imported with the first request: a tenth of a second
     import aiohttp
@@ -97,6 +101,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     Args:
         limits: the most connections, and how long an idle one is kept.
         verify: how to check the server's TLS certificate, as httpx's `verify`.
+        proxies: the proxies to send through (`EnvironmentProxies.read()`); None for none.
     """
 
     def __init__(
@@ -104,9 +109,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         *,
         limits: httpx.Limits = _DEFAULT_LIMITS,
         verify: ssl.SSLContext | bool = True,
+        proxies: EnvironmentProxies | None = None,
     ) -> None:
         self._limits = limits
         self._verify = verify
+        self._proxies = proxies or EnvironmentProxies()
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
@@ -127,7 +134,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),  # the httpx client keeps the cookies
             auto_decompress=False,  # and decodes the content
-            trust_env=False,  # and mounts the proxies of the environment
+            trust_env=False,  # the proxies come from `proxies`; no .netrc is read
             timeout=aiohttp.ClientTimeout(total=None),
             max_line_size=MAX_HEADER_BYTES,
             max_field_size=MAX_HEADER_BYTES,
@@ -158,9 +165,13 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             data = request.stream
             request.headers.pop("transfer-encoding", None)  # aiohttp chunks it itself
         with _httpx_errors(request):
+            # the credentials of a URL are httpx's to send (as `Authorization: Basic`)
+            target = request.url.copy_with(userinfo=b"") if request.url.userinfo else request.url
+            url = str(target)
             response = await self._session.request(
                 request.method,
-                str(request.url),
+                url,
+                proxy=self._proxies.for_url(url),
                 headers=[
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
                 ],

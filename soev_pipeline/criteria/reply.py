@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import re
+import functools
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from soev_pipeline.core.errors import LanguageDetectionError
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
+from soev_pipeline.core.patterns import LinearPattern, PatternError
 from soev_pipeline.core.ports import CriterionContext, KnowsLanguages
 from soev_pipeline.text import letter_words, shorten, split_sentences
 
@@ -30,11 +31,26 @@ class LanguageParams(FrozenModel):
     min_share: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled(pattern: str, *, case_sensitive: bool) -> LinearPattern:
+    """The RE2 pattern of a `regex` parameter, compiled once per process.
+
+    RE2 (`core.patterns`) matches in time linear in the reply: no pattern a suite holds
+    can make grading hang on a reply the system chose.
+
+    Raises:
+        PatternError: RE2 cannot take the pattern.
+    """
+    return LinearPattern(pattern, case_sensitive=case_sensitive)
+
+
 class ContainsParams(FrozenModel):
     """The patterns of `reply.contains` and `reply.not_contains`, both lists empty by default.
 
     Without patterns both kinds pass: every pattern matches, and none does. An empty
-    substring or a regex that does not compile is refused, since it is a typo in the suite.
+    substring or a regex that RE2 cannot take (one that does not compile, or uses a
+    backreference or lookaround) is refused when the project loads, since it is a typo in
+    the suite or needs rewriting.
     """
 
     substrings: tuple[str, ...] = ()
@@ -53,9 +69,12 @@ class ContainsParams(FrozenModel):
     def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in patterns:
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+                compiled(pattern, case_sensitive=True)
+            except PatternError as exc:
+                raise ValueError(
+                    f"invalid regular expression {pattern!r}: {exc} (patterns run on RE2, "
+                    "which has no backreferences and no lookaround)"
+                ) from None
         return patterns
 
 
@@ -118,7 +137,10 @@ async def contains(
         return error("no reply")
     if not params.substrings and not params.regex:
         return outcome(passed=True, detail=_NO_PATTERNS)
-    matched, missed = _match(evidence.reply, params)
+    try:
+        matched, missed = _match(evidence.reply, params)
+    except _Unmatchable as exc:
+        return error(str(exc))
     if missed:
         total = len(matched) + len(missed)
         return outcome(
@@ -135,7 +157,10 @@ async def not_contains(
         return error("no reply")
     if not params.substrings and not params.regex:
         return outcome(passed=True, detail=_NO_PATTERNS)
-    matched, missed = _match(evidence.reply, params)
+    try:
+        matched, missed = _match(evidence.reply, params)
+    except _Unmatchable as exc:
+        return error(str(exc))
     if matched:
         total = len(matched) + len(missed)
         return outcome(
@@ -154,17 +179,30 @@ async def max_length(
     return outcome(passed=length <= params.max, detail=f"{length} characters (max {params.max})")
 
 
+class _Unmatchable(Exception):
+    """A regex that cannot run on this reply; the criterion's verdict is an error."""
+
+
 def _match(reply: str, params: ContainsParams) -> tuple[list[str], list[str]]:
-    """Split the patterns of `params` into those that match `reply` and those that miss."""
+    """Split the patterns of `params` into those that match `reply` and those that miss.
+
+    Raises:
+        _Unmatchable: a regex could not be compiled or run; the message names it.
+    """
     matched: list[str] = []
     missed: list[str] = []
     folded = reply if params.case_sensitive else reply.casefold()
     for substring in params.substrings:
         needle = substring if params.case_sensitive else substring.casefold()
         (matched if needle in folded else missed).append(f"substring {substring!r}")
-    flags = 0 if params.case_sensitive else re.IGNORECASE
     for pattern in params.regex:
-        (matched if re.search(pattern, reply, flags) else missed).append(f"regex {pattern!r}")
+        try:
+            found = compiled(pattern, case_sensitive=params.case_sensitive).search(reply)
+        except (PatternError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+            raise _Unmatchable(
+                f"regex {pattern!r} could not run ({type(exc).__name__}: {exc})"
+            ) from None
+        (matched if found else missed).append(f"regex {pattern!r}")
     return matched, missed
 
 

@@ -9,11 +9,17 @@ The store is one SQLite file in the project's state folder. Each write is one st
 autocommit mode on a WAL journal, so two processes can share the file; within one process a
 lock serialises the connection, and the calls run in a worker thread so that a busy file
 never blocks the event loop.
+
+The cache only saves calls, so damage to it costs calls, never a command: an entry that
+cannot be read (not UTF-8 text, edited by hand) is dropped with one warning and asked
+again, and a file that is not a SQLite database is put aside (`*.broken-<time>`, with a
+warning) and a new one started.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import Mapping
@@ -24,6 +30,8 @@ from types import TracebackType
 from pydantic import JsonValue
 
 from soev_pipeline.core.canonical import digest
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -72,16 +80,46 @@ class JudgeCache:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        try:
+            self._conn = self._connect(busy_timeout_s)
+        except sqlite3.DatabaseError as exc:
+            if "not a database" not in str(exc) and "malformed" not in str(exc):
+                raise
+            aside = path.with_name(
+                f"{path.name}.broken-{datetime.now(UTC).strftime('%Y%m%dt%H%M%S')}"
+            )
+            path.replace(aside)
+            for suffix in ("-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            logger.warning(
+                "%s: the judge cache is not a SQLite database; put aside as %s, a new one started",
+                path,
+                aside.name,
+            )
+            self._conn = self._connect(busy_timeout_s)
+
+    def _connect(self, busy_timeout_s: float) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
         )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(_SCHEMA)
+        try:
+            # answers come back as bytes, so that one that is not UTF-8 is a miss, not an error
+            conn.text_factory = bytes
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     async def get(self, key: str) -> str | None:
         """Return the stored answer for `key`, or None."""
         return await asyncio.to_thread(self._get, key)
+
+    async def drop(self, key: str) -> None:
+        """Forget the answer stored for `key`, if any."""
+        await asyncio.to_thread(self._drop, key)
 
     async def put(self, key: str, answer: str, *, task: str, model: str | None) -> None:
         """Store `answer` for `key`; an answer already stored for it is kept."""
@@ -112,7 +150,23 @@ class JudgeCache:
     def _get(self, key: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        if row is None:
+            return None
+        try:
+            if not isinstance(row[0], bytes):
+                raise TypeError(type(row[0]).__name__)
+            return row[0].decode("utf-8")
+        except (TypeError, UnicodeDecodeError):
+            logger.warning(
+                "%s: an entry of the judge cache is not UTF-8 text; dropped, asked again",
+                self.path,
+            )
+            self._drop(key)
+            return None
+
+    def _drop(self, key: str) -> None:
+        with self._lock:
+            self._conn.execute("DELETE FROM answers WHERE key = ?", (key,))
 
     def _put(self, key: str, answer: str, task: str, model: str | None) -> None:
         created = datetime.now(UTC).isoformat(timespec="seconds")

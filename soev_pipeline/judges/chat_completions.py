@@ -17,7 +17,7 @@ import httpx
 from pydantic import JsonValue
 
 from soev_pipeline.core.errors import JudgeError
-from soev_pipeline.core.http import RetryPolicy, RetryRules, send_with_retries
+from soev_pipeline.core.http import RetryPolicy, RetryRules, message_text, send_with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +157,8 @@ def _content(response: httpx.Response) -> str:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         raise JudgeError("judge call failed: the response has no choices[0].message") from None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
+    content = message_text(message.get("content")) if isinstance(message, dict) else None
+    if content is not None:
         return content
     if isinstance(message, dict) and message.get("refusal"):
         raise JudgeError("judge call failed: the model refused to answer")

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from soev_pipeline.core.errors import JudgeError
-from soev_pipeline.core.http import create_client, request_headers
+from soev_pipeline.core.http import create_client, register_config_secrets, request_headers
 from soev_pipeline.core.project import JudgeConfig
 
 from .cache import JudgeCache
@@ -55,6 +55,7 @@ async def open_judge(
             a cache to answer from.
     """
     texts = load_prompts() if prompts is None else prompts
+    register_config_secrets(config)  # offline too: an old cache entry may hold the key
     if offline and (not config.cache or cache_path is None):
         raise JudgeError("an offline judge needs the judge cache, but the cache is off")
     client = None if offline else create_client(config, section="judge", error=JudgeError)

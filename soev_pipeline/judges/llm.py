@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -19,8 +21,10 @@ from typing import Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from soev_pipeline.core.canonical import sha256_text
+from soev_pipeline.core.chars import scrub
 from soev_pipeline.core.errors import JudgeError
 from soev_pipeline.core.ports import JudgeRequest, JudgeResult
+from soev_pipeline.core.secrets import redact
 
 from .cache import JudgeCache, cache_key
 from .offline import OfflineLLM
@@ -32,6 +36,10 @@ WINDOW_MARGIN = 0.10
 """The share of the estimate added on top of it for safety."""
 ANSWER_TOKENS = 1024
 """The room kept in the context window for the answer."""
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+"""A reasoning block as reasoning models served by Ollama or vLLM put it before the answer."""
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -77,14 +85,31 @@ class _Answer:
     cached: bool
 
 
+def strip_reasoning(text: str) -> str:
+    """`text` without one leading reasoning block, `<think>…</think>` (or `<thinking>`,
+    `<reasoning>`), and the whitespace around it.
+
+    Only a block at the very start is taken away, up to the first closing tag of its name;
+    a block anywhere else, or one that is never closed, stays, so that the answer fails to
+    parse: the judge fails closed.
+    """
+    body = text.lstrip()
+    if not body.startswith("<"):
+        return text
+    block = _REASONING.match(body)
+    return body[block.end() :].lstrip() if block is not None else text
+
+
 def parse_answer(task: str, text: str, allowed_labels: Sequence[str]) -> tuple[str, str]:
     """Return the label and detail of a model's answer, or raise `JudgeError`.
 
-    The answer must be a JSON object (a Markdown code fence around it is tolerated) whose
-    `label` is one of `allowed_labels`, spelled exactly; `detail` must be a string when
-    present. The error names `task` and what was wrong, never the answer itself.
+    The answer must be a JSON object (a leading reasoning block, see `strip_reasoning`, and
+    a Markdown code fence around it are tolerated) whose `label` is one of
+    `allowed_labels`, spelled exactly; `detail` must be a string when present. The detail
+    comes back with its secrets redacted and lone surrogates replaced, as it will be
+    archived. The error names `task` and what was wrong, never the answer itself.
     """
-    body = text.strip()
+    body = strip_reasoning(text).strip()
     if body.startswith("```") and body.endswith("```") and len(body) >= 6:
         body = body[3:-3].removeprefix("json").strip()
     try:
@@ -102,7 +127,7 @@ def parse_answer(task: str, text: str, allowed_labels: Sequence[str]) -> tuple[s
     detail = data.get("detail", "")
     if not isinstance(detail, str):
         raise JudgeError(f"judge answer for {task!r} has a detail that is not a string")
-    return label, detail
+    return label, redact(scrub(detail))
 
 
 class LLMJudge:
@@ -113,8 +138,10 @@ class LLMJudge:
     message is the request's inputs as JSON, so the text under evaluation stays data. The
     answer must be JSON of `verdict_schema(request.allowed_labels)`.
 
-    With a cache, every valid answer is stored and the same question is never asked twice,
-    also not by two concurrent requests. With `repeats` above 1, each request is asked that
+    With a cache, every valid answer is stored, as the label and detail read from it (secrets
+    redacted, unencodable text replaced), and the same question is never asked twice, also
+    not by two concurrent requests; a stored answer that no longer validates is dropped and
+    asked again. With `repeats` above 1, each request is asked that
     many times (each ask a question of its own in the cache) and the label that more than
     half of the asks gave wins; without such a majority the request fails closed.
 
@@ -176,7 +203,8 @@ class LLMJudge:
         if prompt is None:
             raise JudgeError(f"no judge prompt for the task {task!r}")
         system = f"{request.context_prefix}\n\n{prompt}" if request.context_prefix else prompt
-        user = json.dumps(request.inputs, ensure_ascii=False, sort_keys=True)
+        system = scrub(system)
+        user = scrub(json.dumps(request.inputs, ensure_ascii=False, sort_keys=True))
         if request.context_prefix:
             self._check_window(task, system, user)
         schema = verdict_schema(request.allowed_labels)
@@ -241,13 +269,20 @@ class LLMJudge:
                 try:
                     label, detail = parse_answer(task, stored, labels)
                 except JudgeError:
-                    pass  # an entry that no longer validates (edited by hand) is asked again
+                    # an entry that no longer validates (edited by hand) is asked again
+                    logger.warning(
+                        "judge cache: an answer for %r does not validate; dropped, asked again",
+                        task,
+                    )
+                    await self._cache.drop(key)
                 else:
                     self.stats.cache_hits += 1
                     return _Answer(label, detail, cached=True)
             text = await self._call(task, system, user, schema)
             label, detail = parse_answer(task, text, labels)
-            await self._cache.put(key, text, task=task, model=self._model)
+            # the answer as it was read, not as it came: no reasoning, no fence, no escape
+            answer = json.dumps({"label": label, "detail": detail}, ensure_ascii=False)
+            await self._cache.put(key, answer, task=task, model=self._model)
             return _Answer(label, detail, cached=False)
 
     async def _call(self, task: str, system: str, user: str, schema: dict[str, JsonValue]) -> str:
@@ -256,7 +291,7 @@ class LLMJudge:
         text: object = await self._llm.complete(system=system, user=user, schema=schema)
         if not isinstance(text, str):
             raise JudgeError(f"judge answer for {task!r} is not text")
-        return text
+        return redact(scrub(text))
 
     def _check_window(self, task: str, system: str, user: str) -> None:
         window = self._llm.context_window

@@ -38,7 +38,8 @@ def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) 
 
 
 def _system(project: SoevProject) -> str:
-    return urlsplit(project.loaded.project.system.url).netloc
+    """The system's `host:port`, for the run tag `soev/system`: never its credentials."""
+    return urlsplit(project.loaded.project.system.url).netloc.rpartition("@")[2]
 
 
 def definitions_for(

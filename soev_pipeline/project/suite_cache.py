@@ -18,6 +18,11 @@ message codes, criterion parameters (the hooks module may register kinds), uniqu
 rubrics, the corpus and the seal. Cached cases have the digests parsed cases have: an entry
 is written only when its JSON validates back to cases equal to those parsed.
 
+The test split is sealed: its text lives in the suite files and the run archive, nowhere
+else. So a file that holds a test case is never cached (its entry, if an older version
+wrote one, is deleted), and an entry of another format, which may hold test cases, is
+deleted when it is met. Keep test cases in files of their own to load the rest fast.
+
 An entry is read as untrusted input. Only JSON is read, never pickle; a payload that does
 not match the SHA-256 in its header (a truncated or garbled file), a header of another
 format, or cases that do not validate make a miss, and the file is parsed and its entry
@@ -51,8 +56,9 @@ import soev_pipeline
 from soev_pipeline.core.canonical import digest
 from soev_pipeline.core.models import Case
 
-FORMAT = 1
-"""The layout of an entry; raise it when the header or the payload changes shape."""
+FORMAT = 2
+"""The layout of an entry; raise it when the header or the payload changes shape. (Entries
+of format 1 could hold test cases.)"""
 
 _SOURCES = (
     "soev_pipeline.core.models",
@@ -142,11 +148,18 @@ class SuiteCache:
         return digest({"code": code, "file": hashlib.sha256(data).hexdigest(), "suite": suite})
 
     def get(self, file: Path, key: str) -> SuiteFileCases | None:
-        """The cases of `file` if its entry has `key` and is whole; None otherwise."""
+        """The cases of `file` if its entry has `key` and is whole; None otherwise.
+
+        An entry of another format is deleted: it may hold test cases.
+        """
+        entry = self._entry(file)
         try:
-            with self._entry(file).open("rb") as stream:
+            with entry.open("rb") as stream:
                 header = _Header.model_validate_json(stream.readline())
-                if (header.format, header.key, header.source) != (FORMAT, key, str(file)):
+                if header.format != FORMAT:
+                    entry.unlink()
+                    return None
+                if (header.key, header.source) != (key, str(file)):
                     return None
                 payload = stream.read()
             if hashlib.sha256(payload).hexdigest() != header.sha256:
@@ -156,7 +169,12 @@ class SuiteCache:
             return None
 
     def put(self, file: Path, key: str, parsed: SuiteFileCases) -> None:
-        """Write the entry of `file`, unless its cases would not read back the same."""
+        """Write the entry of `file`, unless it holds a test case (then delete its entry) or
+        its cases would not read back the same."""
+        if any(case.split == "test" for case in parsed.cases):
+            with contextlib.suppress(OSError):
+                self._entry(file).unlink(missing_ok=True)
+            return
         try:
             payload = _CASES.dump_json(parsed.cases)
             if _CASES.validate_json(payload) != parsed.cases:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import socket
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -27,11 +29,14 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from soev_pipeline.core.chars import scrub
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Evidence
 from soev_pipeline.core.secrets import redact
 
 from .manifest import Manifest
+
+logger = logging.getLogger(__name__)
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MANIFEST = "manifest.json"
@@ -41,6 +46,9 @@ VERDICTS = "verdicts.jsonl"
 REPORT = "report.json"
 SCORING = "scoring.json"
 LOCK = "lock"
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""The largest `manifest.json` or `report.json` that is read: a manifest of a million
+cases takes a tenth of it; a larger one was not written by a run."""
 
 
 def check_run_id(run_id: str) -> str:
@@ -71,12 +79,73 @@ def naming(path: Path) -> Iterator[None]:
 
 
 def write_json_atomically(path: Path, value: Any) -> None:
-    """Write `value` as indented JSON to `path` through a temporary file and a rename."""
+    """Write `value` as indented JSON to `path` through a temporary file and a rename.
+
+    Secrets are redacted, and a lone surrogate is replaced, so that the file can be written.
+    """
     temporary = path.with_name(path.name + ".tmp")
-    text = redact(json.dumps(value, indent=2, ensure_ascii=False)) + "\n"
+    text = redact(scrub(json.dumps(value, indent=2, ensure_ascii=False))) + "\n"
     with naming(path):
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)
+
+
+def check_regular(path: Path, *, max_bytes: int | None = None) -> None:
+    """Refuse a file of the archive that is not a regular file, or is larger than `max_bytes`.
+
+    A FIFO or a device in the place of an archive file would block the reader or never end;
+    a huge file would fill the memory. Only tampering puts them there.
+
+    Raises:
+        ProjectError: one line naming the file and what is wrong with it.
+    """
+    with naming(path):
+        info = path.stat()
+    _check_stat(path, info, max_bytes)
+
+
+def _check_stat(path: Path, info: os.stat_result, max_bytes: int | None) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise ProjectError(f"{path}: not a regular file; a run archive holds only files")
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise ProjectError(
+            f"{path}: {info.st_size} bytes, more than the {max_bytes} such a file may have"
+        )
+
+
+def open_regular(path: Path, *, max_bytes: int | None = None) -> IO[bytes]:
+    """Open a file of the archive for reading, refusing what `check_regular` refuses.
+
+    The file is opened without blocking and checked through its descriptor, so a FIFO is
+    refused at once, and a file swapped after a check cannot slip past it.
+
+    Raises:
+        ProjectError: the file is not a regular file, or is too large.
+        OSError: it cannot be opened (with its name).
+    """
+    with naming(path):
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        _check_stat(path, os.fstat(descriptor), max_bytes)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_json_file(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON value of an archive file, read as `open_regular` allows.
+
+    Raises:
+        ProjectError: the file is refused (see `open_regular`) or is not UTF-8 JSON.
+        OSError: it cannot be read.
+    """
+    with open_regular(path, max_bytes=max_bytes) as file, naming(path):
+        data = file.read()
+    try:
+        return json.loads(data)
+    except ValueError as exc:  # UnicodeDecodeError too
+        raise ProjectError(f"{path}: not a JSON file ({type(exc).__name__})") from None
 
 
 class EvidenceWriter:
@@ -84,6 +153,8 @@ class EvidenceWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if path.exists():
+            check_regular(path)
         with naming(path):
             drop_broken_last_line(path)
             self._file: IO[str] = path.open("a", encoding="utf-8")
@@ -264,15 +335,29 @@ class RunArchive:
         self.evidence_path.touch()
 
     def manifest(self) -> Manifest:
-        """Read the manifest. Raises `ProjectError` when the run does not exist or is invalid."""
+        """Read the manifest.
+
+        Raises:
+            ProjectError: the run does not exist; its manifest is not a regular file, is
+                too large or is invalid; or it names another run than its folder does.
+        """
         if not self.exists():
             raise ProjectError(f"{self.runs_dir}: no run {self.run_id!r}")
+        path = self.manifest_path
+        with open_regular(path, max_bytes=MAX_JSON_BYTES) as file, naming(path):
+            data = file.read()
         try:
-            return Manifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
+            manifest = Manifest.model_validate_json(data)
         except ValidationError as exc:
             raise ProjectError(
                 f"{self.manifest_path}: not a valid manifest ({exc.errors()[0]['msg']})"
             ) from None
+        if manifest.run_id != self.run_id:
+            raise ProjectError(
+                f"{self.manifest_path}: the manifest is of run {manifest.run_id!r}, not of "
+                f"{self.run_id!r} whose folder holds it; a run folder cannot be renamed"
+            )
+        return manifest
 
     def evidence_writer(self) -> EvidenceWriter:
         return EvidenceWriter(self.evidence_path)
@@ -282,16 +367,20 @@ class RunArchive:
 
         The last line is skipped when it does not decode or parse (a crash cut it short),
         never fatal (SPEC.md section 7). A broken line with lines after it is damage, not a
-        crash: it stops the reading with an error that names its line number. When an
+        crash: it stops the reading with an error that names its line number. A line whose
+        attempt number lies outside 0..k-1 of the run's manifest was not written by the
+        run: it is skipped, with a warning that names it, and never counted. When an
         attempt appears twice, both are yielded.
 
         Raises:
-            ProjectError: a line other than the last is not valid evidence.
+            ProjectError: a line other than the last is not valid evidence, or the evidence
+                is not a regular file.
         """
         if not self.evidence_path.exists():
             return
+        k = self.manifest().k if self.exists() else None
         broken: int | None = None
-        with naming(self.evidence_path), self.evidence_path.open("rb") as lines:
+        with open_regular(self.evidence_path) as lines, naming(self.evidence_path):
             for number, line in enumerate(lines, start=1):
                 if broken is not None:
                     raise ProjectError(
@@ -308,13 +397,23 @@ class RunArchive:
                 except ValidationError:
                     broken = number
                     continue
+                if k is not None and evidence.attempt >= k:
+                    logger.warning(
+                        "%s: line %d: attempt %d is outside 0..%d of run %r; line skipped",
+                        self.evidence_path,
+                        number,
+                        evidence.attempt,
+                        k - 1,
+                        self.run_id,
+                    )
+                    continue
                 yield evidence
 
     def count_evidence(self) -> int:
         """The number of complete evidence lines, without parsing them (for progress)."""
         if not self.evidence_path.exists():
             return 0
-        with naming(self.evidence_path), self.evidence_path.open("rb") as lines:
+        with open_regular(self.evidence_path) as lines, naming(self.evidence_path):
             return sum(1 for line in lines if line.endswith(b"\n") and line.strip())
 
     def completed(self) -> set[tuple[str, int]]:
@@ -344,18 +443,35 @@ class RunArchive:
         return path
 
     def latest_report_path(self) -> Path | None:
-        """The report of the latest complete scoring, or None when the run was never scored."""
+        """The report of the latest complete scoring, or None when the run was never scored.
+
+        Raises:
+            ProjectError: its `report.json` or `verdicts.jsonl` is not a regular file, or
+                the report is larger than `MAX_JSON_BYTES`: so that every reader of a
+                report refuses them at once, with one line.
+        """
         for scoring in reversed(self.scorings()):
-            if (scoring / REPORT).exists():
-                return scoring / REPORT
+            report = scoring / REPORT
+            if report.exists():
+                check_regular(report, max_bytes=MAX_JSON_BYTES)
+                if (scoring / VERDICTS).exists():
+                    check_regular(scoring / VERDICTS)
+                return report
         return None
 
     def latest_report(self) -> dict[str, Any] | None:
-        """The latest report.json as it is: without the case list (see `read_report`)."""
+        """The latest report.json as it is: without the case list (see `read_report`).
+
+        Raises:
+            ProjectError: the report is refused (see `latest_report_path`), or is not a
+                JSON object.
+        """
         path = self.latest_report_path()
         if path is None:
             return None
-        result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        result = read_json_file(path)
+        if not isinstance(result, dict):
+            raise ProjectError(f"{path}: not a report (not a JSON object)")
         return result
 
 

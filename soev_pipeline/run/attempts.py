@@ -13,6 +13,7 @@ from pydantic import JsonValue
 from soev_pipeline.core.messages import refusal_code
 from soev_pipeline.core.models import Case, Evidence, Failure, Split, Turn
 from soev_pipeline.core.ports import Arm, CaseSetup
+from soev_pipeline.core.secrets import redact
 from soev_pipeline.text import shorten
 
 from .archive import EvidenceWriter
@@ -55,7 +56,7 @@ class AttemptStats:
 
 def _harness_failure(case: Case, attempt: int, started: datetime, exc: BaseException) -> Evidence:
     """Evidence for an attempt whose arm raised instead of recording the failure."""
-    detail = shorten(f"{type(exc).__name__}: {exc}", _MAX_DETAIL)
+    detail = shorten(redact(f"{type(exc).__name__}: {exc}"), _MAX_DETAIL)  # redact, then cut
     return Evidence(
         case_id=case.id,
         suite=case.suite,

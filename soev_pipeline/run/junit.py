@@ -15,11 +15,12 @@ when the comparison is inconclusive.
 
 from __future__ import annotations
 
-import os
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from soev_pipeline.core.chars import xml_safe
+from soev_pipeline.core.outputs import replace_file
 from soev_pipeline.text import shorten
 
 from .compare import CaseAttempts, RunAttempts
@@ -159,12 +160,20 @@ def junit_xml(report: Report, attempts: RunAttempts) -> ET.ElementTree[ET.Elemen
     root.set("failures", str(totals[1]))
     root.set("errors", str(totals[2]))
     root.set("time", _seconds(seconds_total))
+    for element in root.iter():  # a reply's NUL or ESC must not break the XML or a CI log
+        for key, attribute in element.attrib.items():
+            element.set(key, xml_safe(attribute))
+        if element.text:
+            element.text = xml_safe(element.text)
     ET.indent(root)
     return ET.ElementTree(root)
 
 
-def write_junit(path: Path, report: Report, attempts: RunAttempts) -> None:
-    """Write the JUnit file of a report to `path`, atomically."""
-    temporary = path.with_name(path.name + ".tmp")
-    junit_xml(report, attempts).write(temporary, encoding="utf-8", xml_declaration=True)
-    os.replace(temporary, path)
+def write_junit(path: Path, report: Report, attempts: RunAttempts) -> Path:
+    """Write the JUnit file of a report to `path`, atomically (see `replace_file`)."""
+    tree = junit_xml(report, attempts)
+    return replace_file(
+        path,
+        lambda temporary: tree.write(temporary, encoding="utf-8", xml_declaration=True),
+        option="--junit",
+    )

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 
-from .archive import MANIFEST, REPORT, RunArchive, naming, write_json_atomically
+from .archive import MANIFEST, REPORT, RunArchive, naming, open_regular, write_json_atomically
 from .compare import AttemptsCollector, RunAttempts, compare_rates
 from .grading import iter_graded
 from .manifest import Manifest
@@ -227,8 +227,8 @@ def load_report(path: Path, suites: Sequence[str]) -> Report:
     Raises:
         ProjectError: the file is not a valid report, or a line of the verdicts does not read.
     """
-    with naming(path):
-        data = path.read_bytes()
+    with open_regular(path) as file, naming(path):  # never a FIFO, nor a huge file
+        data = file.read()
     rescore = f"`soev-evals rescore {path.parents[2].name}` writes it anew from the evidence"
     try:
         raw = json.loads(data)

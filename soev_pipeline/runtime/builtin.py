@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from soev_pipeline.arms import create_arm, create_http_client
 from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.ports import Arm, Judge
+from soev_pipeline.core.proxies import EnvironmentProxies, ProxyConfigError
+from soev_pipeline.core.secrets import redact_url
 from soev_pipeline.judges import LLMJudge, open_judge
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.project.paths import JUDGE_CACHE, ProjectPaths
@@ -78,18 +80,32 @@ class BuiltinRuntime:
 def check_reachable(loaded: LoadedProject, timeout: float = 3.0) -> None:
     """Fail fast with one line when the system under test does not accept connections.
 
+    When the environment sends the system's requests through a proxy (`core.proxies`),
+    the proxy is what must accept them: behind a corporate proxy the system itself may
+    not even resolve.
+
     Raises:
-        ArmError: no connection opens to `system.base_url`; the message names the project file.
+        ArmError: no connection opens to `system.base_url` (or to its proxy); the message
+            names the project file, with credentials redacted.
     """
     url = loaded.project.system.url
-    parts = urlsplit(url)
+    try:
+        proxy = EnvironmentProxies.read().for_url(url)
+    except ProxyConfigError as exc:
+        raise ArmError(f"{loaded.path}: system.base_url: {exc}") from None
+    parts = urlsplit(proxy or url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
             return
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        if proxy is not None:
+            raise ArmError(
+                f"{loaded.path}: system.base_url: cannot reach the proxy {redact_url(proxy)} "
+                f"that the environment names for {redact_url(url)} ({reason})"
+            ) from None
         raise ArmError(
-            f"{loaded.path}: system.base_url: cannot reach {url} ({reason}); "
+            f"{loaded.path}: system.base_url: cannot reach {redact_url(url)} ({reason}); "
             "is the system under test running?"
         ) from None

@@ -8,7 +8,6 @@ temporary file and renamed, so a reader never sees half of it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.outputs import replace_file
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.run.archive import RunArchive, naming
@@ -134,7 +134,8 @@ def write_html_report(loaded: LoadedProject, archive: RunArchive, path: Path) ->
     This is what `soev-evals report RUN --html FILE` and the `report` asset call.
 
     Raises:
-        ProjectError: the run does not exist, belongs to another project or has no scoring.
+        ProjectError: the run does not exist, belongs to another project or has no scoring;
+            `path` is not a regular file (a folder, a device) or its folder does not exist.
         OSError: the file cannot be written.
     """
     store = RunStore(loaded, archive.runs_dir)
@@ -143,9 +144,7 @@ def write_html_report(loaded: LoadedProject, archive: RunArchive, path: Path) ->
     except NotFound as exc:
         raise ProjectError(f"{archive.runs_dir}: {exc}") from None
     path = path.resolve()
-    temporary = path.with_name(path.name + ".tmp")
     with naming(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    return path
+        return replace_file(
+            path, lambda temporary: temporary.write_text(text, encoding="utf-8"), option="--html"
+        )

@@ -278,6 +278,8 @@ def test_a_baseline_of_another_project_and_runs_without_pairs_are_refused(
         )
     foreign = invoke("compare", "good", "elders", "--project", project)
     assert foreign.status == 1 and "belongs to project 'ander'" in foreign.error_line()
+    foreign = invoke("report", "elders", "--project", project)
+    assert foreign.status == 1 and "belongs to project 'ander'" in foreign.error_line()
     unpaired = invoke("compare", "herschreven", "good", "--project", project)
     assert unpaired.status == 1 and "share no case" in unpaired.error_line()
     unpaired.assert_no_test_content()

@@ -397,6 +397,27 @@ async def test_cookies_are_kept_by_the_client() -> None:
     assert forgotten.header("Cookie") == []  # aiohttp kept none of its own
 
 
+async def test_the_credentials_of_a_url_go_as_httpx_sends_them() -> None:
+    """httpx turns the userinfo of a URL into `Authorization: Basic`; aiohttp, given the
+    same URL, refused to send the request at all."""
+
+    async def handle(connection: Connection) -> None:
+        while await connection.request() is not None:
+            await connection.send(response())
+
+    async with RawServer(handle) as server:
+        base_url = server.url.replace("http://", "http://svc:p%40ss@")
+        async with httpx.AsyncClient(transport=AiohttpTransport(), base_url=base_url) as http:
+            assert (await http.get("/x", headers={"X-A": "1"})).status_code == 200
+            bearer = {"Authorization": "Bearer token-123"}
+            assert (await http.get("/y", headers=bearer)).status_code == 200
+
+    first, second = server.received
+    assert first.target == "/x"
+    assert first.header("Authorization") == ["Basic c3ZjOnBAc3M="]  # svc:p@ss
+    assert second.header("Authorization") == ["Basic c3ZjOnBAc3M="]  # as httpx: the URL wins
+
+
 async def test_a_redirect_is_returned_not_followed() -> None:
     async def handle(connection: Connection) -> None:
         while (request := await connection.request()) is not None:

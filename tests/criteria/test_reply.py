@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,42 @@ class TestMaxLength:
     @pytest.mark.parametrize("params", [{}, {"max": -1}, {"max": "veel"}])
     def test_invalid_parameters_are_refused(self, params: dict[str, Any]) -> None:
         assert "reply.max_length" in params_error("reply.max_length", **params)
+
+
+class TestRegexEngine:
+    """User patterns run on RE2: linear time, whatever the pattern and the reply."""
+
+    def test_a_catastrophic_pattern_ends_at_once(self) -> None:
+        """`(a+)+$` on 40 a's and a b takes Python's engine hours; here it ends at once. The
+        generous wait only keeps a regression from hanging the suite."""
+        reply = "a" * 40 + "b"
+        verdicts: list[Verdict] = []
+
+        def grade_both() -> None:
+            for kind in ("reply.contains", "reply.not_contains"):
+                regex = ["(a+)+$", "(x+x+)+y", "a{1,40}b"]
+                verdicts.append(grade(kind, make_evidence(reply), regex=regex))
+
+        worker = threading.Thread(target=grade_both, daemon=True)
+        worker.start()
+        worker.join(timeout=120)
+        assert not worker.is_alive(), "a pattern ran away"
+        contains, not_contains = verdicts
+        assert (contains.status, not_contains.status) == ("fail", "fail")
+        assert contains.detail == "2 of 3 missing: regex '(a+)+$', regex '(x+x+)+y'"
+
+    @pytest.mark.parametrize(
+        "pattern", [r"(zes) \1", r"weken(?= bezwaar)", r"(?<!geen )termijn", r"(?P<a>x)(?P=a)"]
+    )
+    def test_what_re2_cannot_take_is_refused_at_load(self, pattern: str) -> None:
+        message = params_error("reply.contains", regex=[pattern])
+        assert f"invalid regular expression {pattern!r}" in message
+        assert "no backreferences and no lookaround" in message
+
+    def test_case_folding_and_unicode_classes(self) -> None:
+        evidence = make_evidence("De termijn is ÉÉN week.")
+        assert grade("reply.contains", evidence, regex=["één"]).status == "pass"
+        assert grade("reply.contains", evidence, regex=["één"], case_sensitive=True).status == (
+            "fail"
+        )
+        assert grade("reply.contains", evidence, regex=[r"\bis [\pL]+ week"]).status == "pass"

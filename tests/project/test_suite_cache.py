@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from soev_pipeline.cli import (
     CriterionParamsError,
@@ -29,12 +30,26 @@ from soev_pipeline.project import (
     write_seal,
 )
 from soev_pipeline.project.suite_cache import SuiteCache, SuiteFileCases
-from tests.support.project import SECRET, edit_yaml, write_project
+from tests.support.project import SECRET, dump, edit_yaml, write_project
+
+
+def separate_test_cases(path: Path) -> None:
+    """Move the test cases of each suite file into a file of its own beside it,
+    `<name>-test.yaml`: files that hold a test case are never cached."""
+    for file in sorted((path.parent / "suites").rglob("*.yaml")):
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        tests = [case for case in data["cases"] if case.get("split") == "test"]
+        if tests:
+            data["cases"] = [case for case in data["cases"] if case not in tests]
+            dump(file, data)
+            dump(file.with_name(f"{file.stem}-test.yaml"), {"suite": data["suite"], "cases": tests})
 
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    return write_project(tmp_path / "p", "http://127.0.0.1:9/")
+    path = write_project(tmp_path / "p", "http://127.0.0.1:9/")
+    separate_test_cases(path)
+    return path
 
 
 @pytest.fixture
@@ -60,7 +75,15 @@ def kern(path: Path) -> Path:
     return path.parent / "suites" / "kern" / "awb.yaml"
 
 
-ALL_FILES = ["awb.yaml", "extra.yaml", "persoonsgegevens.yaml"]
+ALL_FILES = [
+    "awb-test.yaml",
+    "awb.yaml",
+    "extra.yaml",
+    "persoonsgegevens-test.yaml",
+    "persoonsgegevens.yaml",
+]
+TEST_FILES = ["awb-test.yaml", "persoonsgegevens-test.yaml"]
+"""The files of the test split: parsed by every load."""
 
 
 def state(loaded: LoadedProject) -> list[Any]:
@@ -80,8 +103,9 @@ def test_a_hit_parses_no_yaml_and_loads_what_a_parse_loads(
     cold = load(path, suite_cache=cache)
     assert parsed == ALL_FILES
     assert len(list(cache.glob("*.json"))) == 3
+    parsed.clear()
     warm = load(path, suite_cache=cache)
-    assert parsed == ALL_FILES
+    assert parsed == TEST_FILES
     assert state(warm) == state(cold) == state(load(path))
 
 
@@ -130,11 +154,11 @@ def test_any_change_to_a_file_or_the_parsing_code_misses(
     parsed.clear()
     warm = load(path, suite_cache=cache)
     everything = change is other_code
-    assert parsed == (ALL_FILES if everything else ["awb.yaml"])
+    assert parsed == (ALL_FILES if everything else ["awb-test.yaml", "awb.yaml", TEST_FILES[1]])
     assert state(warm) == state(load(path))
     parsed.clear()
     load(path, suite_cache=cache)
-    assert parsed == []
+    assert parsed == TEST_FILES
 
 
 def test_a_suite_renamed_in_the_project_misses(path: Path, cache: Path) -> None:
@@ -172,7 +196,8 @@ def test_sealed_cases_are_checked_on_a_hit(path: Path, cache: Path) -> None:
     loaded = load_for_sealing(path, append=False, suite_cache=cache)
     write_seal(path.parent, [c for c in loaded.cases() if c.split == "test"], append=False)
     load(path, suite_cache=cache)
-    edit_yaml(kern(path), lambda data: data["cases"][2].update(input=f"Anders {SECRET}"))
+    test_file = kern(path).with_name("awb-test.yaml")
+    edit_yaml(test_file, lambda data: data["cases"][0].update(input=f"Anders {SECRET}"))
     load_for_sealing(path, append=False, suite_cache=cache)
     with pytest.raises(SealChangedError):
         load(path, suite_cache=cache)
@@ -187,7 +212,7 @@ def entry(cache: Path, path: Path) -> Path:
     [
         lambda data: data[: len(data) // 2],
         lambda data: data.replace(b"Binnen welke", b"Buiten welke"),
-        lambda data: data.replace(b'"format":1', b'"format":0'),
+        lambda data: data.replace(b'"format":2', b'"format":3'),
         lambda data: data.replace(b'"key":"', b'"key":"0'),
         lambda data: b"\x80\x00 geen json\n" + data,
         lambda data: b"",
@@ -203,7 +228,7 @@ def test_a_damaged_entry_is_a_miss_and_is_written_again(
     file.write_bytes(damage(whole))
     parsed.clear()
     assert state(load(path, suite_cache=cache)) == expected
-    assert parsed == ["awb.yaml"]
+    assert parsed == ["awb-test.yaml", "awb.yaml", "persoonsgegevens-test.yaml"]
     assert file.read_bytes() == whole
 
 
@@ -259,3 +284,37 @@ def test_entries_of_files_that_are_gone_are_deleted(path: Path, cache: Path) -> 
     load(path, suite_cache=cache)
     assert len(list(cache.glob("*.json"))) == 2
     assert busy.exists() and not crashed.exists()
+
+
+def test_the_test_split_never_reaches_the_cache(tmp_path: Path, parsed: list[str]) -> None:
+    """The sealed split lives in the suite files and the archive only: a file that holds a
+    test case is parsed every time, and an older entry of it is deleted."""
+    path = write_project(tmp_path / "p", "http://127.0.0.1:9/")  # test cases beside dev ones
+    cache = ProjectPaths.of(path).suite_cache
+    extra = path.parent / "suites" / "kern" / "extra.yaml"
+    load(path, suite_cache=cache)
+    parsed.clear()
+    load(path, suite_cache=cache)
+    assert parsed == ["awb.yaml", "persoonsgegevens.yaml"]
+    [only] = cache.iterdir()
+    assert only.name == SuiteCache(cache)._entry(extra).name
+    assert SECRET.encode() not in only.read_bytes()
+    edit_yaml(
+        extra,
+        lambda data: data["cases"].append(
+            {"id": "kern-t02", "split": "test", "input": f"Nog een {SECRET}?"}
+        ),
+    )
+    load_for_sealing(path, append=False, suite_cache=cache)
+    assert list(cache.iterdir()) == []
+
+
+def test_an_entry_of_the_first_format_is_deleted_when_met(path: Path, cache: Path) -> None:
+    """Entries of format 1 could hold test cases."""
+    load(path, suite_cache=cache)
+    file = entry(cache, path)
+    file.write_bytes(file.read_bytes().replace(b'"format":2', b'"format":1'))
+    key = SuiteCache(cache).key(kern(path).read_bytes(), "kern")
+    assert key is not None
+    assert SuiteCache(cache).get(kern(path), key) is None
+    assert not file.exists()

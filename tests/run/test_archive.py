@@ -153,3 +153,70 @@ def test_a_full_disk_names_the_file_that_could_not_be_written(tmp_path: Path) ->
         writer.append(_evidence("kern-001", 0))
     assert raised.value.filename == str(path)
     assert raised.value.errno == errno.ENOSPC
+
+
+class TestTampering:
+    """An archive changed by hand: refused with one line, or skipped with a warning."""
+
+    def test_an_attempt_outside_the_runs_k_is_skipped_with_a_warning(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        archive = _archive(tmp_path)  # k = 1
+        with archive.evidence_writer() as writer:
+            for attempt in (0, 1, 7):
+                writer.append(_evidence("a", attempt))
+        with caplog.at_level("WARNING"):
+            assert [(e.case_id, e.attempt) for e in archive.iter_evidence()] == [("a", 0)]
+        assert archive.completed() == {("a", 0)}
+        warnings = [record.getMessage() for record in caplog.records]
+        assert any("line 2: attempt 1 is outside 0..0" in line for line in warnings)
+        assert any("line 3: attempt 7 is outside 0..0" in line for line in warnings)
+        with pytest.raises(ValueError):  # a negative attempt never parses as evidence
+            Evidence.model_validate_json('{"case_id": "a", "attempt": -1}')
+
+    def test_a_manifest_of_another_run_is_refused(self, tmp_path: Path) -> None:
+        _archive(tmp_path)
+        (tmp_path / "r1").rename(tmp_path / "r2")
+        with pytest.raises(ProjectError, match=r"manifest is of run 'r1', not of 'r2'"):
+            RunArchive(tmp_path, "r2").manifest()
+
+    @pytest.mark.parametrize("name", ["manifest.json", "evidence.jsonl", "report.json"])
+    def test_a_fifo_is_refused_at_once(self, tmp_path: Path, name: str) -> None:
+        archive = _archive(tmp_path)
+        scoring = archive.new_scoring()
+        (scoring / "report.json").write_text("{}", encoding="utf-8")
+        (scoring / "verdicts.jsonl").write_text("", encoding="utf-8")
+        target = scoring / name if name == "report.json" else archive.path / name
+        target.unlink()
+        os.mkfifo(target)
+        with pytest.raises(ProjectError, match=r"not a regular file"):
+            if name == "report.json":
+                archive.latest_report()
+            else:
+                list(archive.iter_evidence())
+        if name == "evidence.jsonl":
+            with pytest.raises(ProjectError, match=r"not a regular file"):
+                archive.evidence_writer()
+
+    def test_a_huge_report_is_refused_without_reading_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from soev_pipeline.run import archive as module
+
+        archive = _archive(tmp_path)
+        report = archive.new_scoring() / "report.json"
+        with report.open("wb") as file:  # sparse: large, without the disk
+            file.truncate(module.MAX_JSON_BYTES + 1)
+        with pytest.raises(ProjectError, match=r"more than the \d+ such a file may have"):
+            archive.latest_report_path()
+        monkeypatch.setattr(module, "MAX_JSON_BYTES", 10)
+        with pytest.raises(ProjectError, match=r"manifest.json: \d+ bytes, more than the 10"):
+            archive.manifest()
+
+    def test_a_verdicts_fifo_is_refused_before_any_reader_opens_it(self, tmp_path: Path) -> None:
+        archive = _archive(tmp_path)
+        scoring = archive.new_scoring()
+        (scoring / "report.json").write_text("{}", encoding="utf-8")
+        os.mkfifo(scoring / "verdicts.jsonl")
+        with pytest.raises(ProjectError, match=r"verdicts.jsonl: not a regular file"):
+            archive.latest_report_path()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import pytest
 from junitparser import Failure, JUnitXml
 
 from soev_pipeline.core import Verdict
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import GradedAttempt, GradingSummary, build_manifest, build_report
 from soev_pipeline.run.compare import attempts_from_graded
 from soev_pipeline.run.junit import TEST_SPLIT, write_junit
@@ -79,3 +83,59 @@ def test_a_junit_file_per_suite_with_an_aggregated_test_split(tmp_path: Path) ->
     assert split.message == "1 of 2 test cases did not pass every attempt"
     assert (suites["kern"].tests, suites["kern"].failures) == (3, 2)
     assert [case.is_passed for case in suites["privacy"]] == [True]
+
+
+def _one_failing_report(detail: str) -> tuple[Any, Any]:
+    verdict = Verdict(kind="reply.contains", status="fail", detail=detail)
+    graded = [
+        GradedAttempt(
+            case_id="kern-001",
+            suite="kern",
+            split="dev",
+            attempt=0,
+            score=0.0,
+            passed=False,
+            verdicts=(verdict,),
+        )
+    ]
+    manifest = build_manifest(
+        run_id="r1", project="p", suites=["kern"], split=None, k=1, cases=[], shas={}
+    ).model_copy(update={"cases": {"kern-001": "d"}})
+    summary = GradingSummary(
+        scoring="0001",
+        created_at="2026-01-01T00:00:00+00:00",
+        attempts=1,
+        skipped=0,
+        statuses={"pass": 0, "fail": 1, "error": 0, "not_applicable": 0},
+        criterion_versions={},
+        prompts={},
+        offline=False,
+        judge=None,
+    )
+    report = build_report(manifest, graded, scoring=summary)
+    return report, attempts_from_graded(manifest, graded)
+
+
+def test_control_characters_of_a_reply_keep_the_xml_well_formed(tmp_path: Path) -> None:
+    report, attempts = _one_failing_report("quoted \x00 NUL, \x01, \x1b[31m ESC and \ud800 half")
+    path = write_junit(tmp_path / "junit.xml", report, attempts)
+    text = path.read_text(encoding="utf-8")
+    ET.fromstring(text.encode("utf-8"))  # a strict XML parser reads it
+    assert "\x00" not in text and "\x1b" not in text and "\\x1b" in text
+    (case,) = list(JUnitXml.fromfile(str(path)))[0]
+    assert "\\x00 NUL" in case.result[0].text
+
+
+@pytest.mark.parametrize("target", ["a folder", "/dev/null", "no folder"])
+def test_the_junit_file_never_replaces_a_folder_or_a_device(tmp_path: Path, target: str) -> None:
+    report, attempts = _one_failing_report("niet gevonden")
+    path = {
+        "a folder": tmp_path,
+        "/dev/null": Path("/dev/null"),
+        "no folder": tmp_path / "weg" / "junit.xml",
+    }[target]
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(ProjectError, match="--junit"):
+        write_junit(path, report, attempts)
+    assert sorted(tmp_path.iterdir()) == before  # no temporary file left behind
+    assert Path("/dev/null").is_char_device()

@@ -82,6 +82,8 @@ def test_filters_the_run_does_not_have_are_dropped(store: RunStore) -> None:
 def test_cases_come_in_pages_of_fifty(two_runs: TwoRuns, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(two_runs.b1.path, runs / "big")
+    manifest = json.loads((runs / "big" / "manifest.json").read_text())
+    (runs / "big" / "manifest.json").write_text(json.dumps(manifest | {"run_id": "big"}))
     (scoring,) = RunArchive(runs, "big").scorings()
     graded = json.loads((scoring / VERDICTS).read_text().splitlines()[0])
     lines = [
