@@ -28,6 +28,7 @@ from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.heap import frozen_heap
+from soev_pipeline.run.pool import workers_setting
 from soev_pipeline.run.progress import Progress
 from soev_pipeline.run.results import Report
 from soev_pipeline.run.service import (
@@ -127,6 +128,7 @@ async def evaluate_run(
             archived, and `resume=True` goes on with the rest.
     """
     loaded, paths = open_project(project, runs_dir)
+    workers_setting()  # a bad SOEV_GRADE_WORKERS is refused before anything is archived
     progress = progress or Progress()
     selection = RunSelection(tuple(suites or ()), split, k)
     if not resume:
@@ -181,6 +183,7 @@ async def rescore_run(
         RunLockedError: another command works on the run.
     """
     loaded, paths = open_project(project, runs_dir)
+    workers_setting()
     archive = RunArchive(paths.runs, check_run_id(run_id))
     archive.manifest()  # a clear error when there is no such run
     name = runtime or loaded.project.runtime

@@ -98,3 +98,22 @@ def test_a_cancelled_evaluation_keeps_its_attempts_and_resumes(tmp_path: Path) -
     assert len(lines) == len({(e.case_id, e.attempt) for e in lines}) == report.overall.attempts
     # the resume asked only for what was missing (the one cancelled in flight included)
     assert len(answered) - asked_before == report.overall.attempts - len(done)
+
+
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [({"k": 100_000}, "k must be between 1 and 1000"), ({"workers": "100000"}, "1 to 64")],
+)
+def test_limits_are_refused_before_anything_is_archived(
+    project_path: Path,
+    system: FakeThreadAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    setting: dict,
+    why: str,  # type: ignore[type-arg]
+) -> None:
+    if "workers" in setting:
+        monkeypatch.setenv("SOEV_GRADE_WORKERS", setting["workers"])
+    with pytest.raises(ProjectError, match=why):
+        evaluate(project_path, run_id="big", k=setting.get("k", 1))
+    assert not (project_path.parent / "runs" / "big").exists()
+    assert system.requests == []

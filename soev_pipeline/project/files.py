@@ -93,21 +93,27 @@ def _expanded_size(root: Node) -> int:
     sizes: dict[int, int] = {}
     active: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
+    aliased = False
     while stack:
         node, done = stack.pop()
         key = id(node)
         if done:
             active.discard(key)
             children = _children(node)
+            aliased = aliased or len({id(child) for child in children}) < len(children)
             total = 1 + sum(sizes[id(child)] for child in children)
             if total > MAX_YAML_VALUES:
-                raise YAMLFileError(
-                    problem=(f"aliases expand this document to more than {MAX_YAML_VALUES} values"),
-                    problem_mark=node.start_mark,
+                problem = (
+                    f"aliases expand this document to more than {MAX_YAML_VALUES:,} values"
+                    if aliased
+                    else f"the file holds more than {MAX_YAML_VALUES:,} values; a suite this "
+                    "large goes in several files that the suite's glob finds"
                 )
+                raise YAMLFileError(problem=problem, problem_mark=node.start_mark)
             sizes[key] = total
             continue
         if key in sizes:
+            aliased = True
             continue
         if key in active:
             raise YAMLFileError(

@@ -122,7 +122,7 @@ def test_control_characters_of_a_reply_keep_the_xml_well_formed(tmp_path: Path) 
     text = path.read_text(encoding="utf-8")
     ET.fromstring(text.encode("utf-8"))  # a strict XML parser reads it
     assert "\x00" not in text and "\x1b" not in text and "\\x1b" in text
-    (case,) = list(JUnitXml.fromfile(str(path)))[0]
+    (case,) = next(iter(JUnitXml.fromfile(str(path))))
     assert "\\x00 NUL" in case.result[0].text
 
 
