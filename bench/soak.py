@@ -2,7 +2,8 @@
 
 For a set time (default 30 minutes) against the bundled reference assistant, with failures
 on and a bearer token required, this starts runs of a copy of the demo project and, at a
-random moment, kills them with SIGKILL, interrupts them with SIGINT or lets them finish;
+random moment, kills them with SIGKILL, interrupts them with SIGINT or stops them with
+SIGTERM (as a CI runner or Kubernetes does), or lets them finish;
 resumes them until they are complete; and rescores finished runs two at a time. The runs
 reach the assistant through a relay that cuts emoji in half: with `--surrogate-rate`, a
 reply's `Volgens` becomes `\ud83ds` on the wire (the same number of bytes, so the HTTP
@@ -56,6 +57,7 @@ class Tally:
     runs: int = 0
     kills: int = 0
     interrupts: int = 0
+    terminations: int = 0
     resumes: int = 0
     rescores: int = 0
     refused: int = 0
@@ -234,13 +236,18 @@ class Soak:
             fate = self.rng.random()
             if fate < 0.75:
                 time.sleep(self.rng.uniform(0.3, 8.0))
-            if process.poll() is None and fate < 0.45:
+            if process.poll() is None and fate < 0.35:
                 process.send_signal(signal.SIGKILL)
                 self.tally.kills += 1
-            elif process.poll() is None and fate < 0.75:
+            elif process.poll() is None and fate < 0.55:
                 process.send_signal(signal.SIGINT)
                 self.tally.interrupts += 1
+            elif process.poll() is None and fate < 0.75:
+                process.send_signal(signal.SIGTERM)
+                self.tally.terminations += 1
             status = self._finish(process, run_id)
+            if status not in (0, -signal.SIGKILL, 130, 143, 1):
+                self._problem(f"{run_id}: ended with status {status}")
             self._check_run(run_id, complete=status == 0)
             if status == 0:
                 self.done.append(run_id)
@@ -363,6 +370,7 @@ def main() -> int:
     print(f"runs               {t.runs} ({len(soak.done)} finished)")
     print(f"kills (SIGKILL)    {t.kills}")
     print(f"interrupts (^C)    {t.interrupts}")
+    print(f"stops (SIGTERM)    {t.terminations}")
     print(f"resumes            {t.resumes}")
     print(f"rescores           {t.rescores} ({t.refused} refused: run in use)")
     print(f"pairs checked      {t.pairs}")
