@@ -15,18 +15,20 @@ def replace_file(path: Path, write: Callable[[Path], object], *, option: str) ->
     it. Returns the path written.
 
     A path that exists must be a regular file: a directory, a device (`/dev/stdout`, a
-    disk) or a FIFO is refused, never replaced or written into. When `write` fails, no
-    temporary file is left behind.
+    disk) or a FIFO is refused, never replaced or written into. A missing folder is made
+    (a CI job's `artifacts/`). When `write` fails, no temporary file is left behind.
 
     Raises:
-        ProjectError: the path is not a regular file, or its folder does not exist; the
+        ProjectError: the path, or a folder on its way, is not what it must be; the
             message names the option.
     """
     path = Path(path)
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
         raise ProjectError(f"{option} {path}: not a regular file; give the path of a file to write")
-    if not path.parent.is_dir():
-        raise ProjectError(f"{option} {path}: the folder {path.parent} does not exist")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ProjectError(f"{option} {path}: {path.parent} is not a folder") from None
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         write(temporary)

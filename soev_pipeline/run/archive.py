@@ -362,15 +362,16 @@ class RunArchive:
     def evidence_writer(self) -> EvidenceWriter:
         return EvidenceWriter(self.evidence_path)
 
-    def iter_evidence(self) -> Iterator[Evidence]:
+    def iter_evidence(self, *, warn: bool = True) -> Iterator[Evidence]:
         """Yield the archived evidence a line at a time.
 
         The last line is skipped when it does not decode or parse (a crash cut it short),
         never fatal (SPEC.md section 7). A broken line with lines after it is damage, not a
         crash: it stops the reading with an error that names its line number. A line whose
         attempt number lies outside 0..k-1 of the run's manifest was not written by the
-        run: it is skipped, with a warning that names it, and never counted. When an
-        attempt appears twice, both are yielded.
+        run: it is skipped, with a warning that names it (unless `warn` is false: a second
+        reading in one command says nothing new), and never counted. When an attempt
+        appears twice, both are yielded.
 
         Raises:
             ProjectError: a line other than the last is not valid evidence, or the evidence
@@ -398,6 +399,8 @@ class RunArchive:
                     broken = number
                     continue
                 if k is not None and evidence.attempt >= k:
+                    if not warn:
+                        continue
                     logger.warning(
                         "%s: line %d: attempt %d is outside 0..%d of run %r; line skipped",
                         self.evidence_path,

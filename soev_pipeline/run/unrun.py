@@ -99,7 +99,7 @@ def read_ledger(archive: RunArchive, manifest: Manifest) -> AttemptLedger:
     seen: set[tuple[str, int]] = set()
     seconds: dict[str, float] = defaultdict(float)
     place: dict[str, tuple[str, Split]] = {}
-    for evidence in archive.iter_evidence():
+    for evidence in archive.iter_evidence(warn=False):  # grading warned already
         key = (evidence.case_id, evidence.attempt)
         if key in seen or evidence.case_id not in manifest.cases or evidence.attempt >= manifest.k:
             continue

@@ -126,16 +126,24 @@ def test_control_characters_of_a_reply_keep_the_xml_well_formed(tmp_path: Path) 
     assert "\\x00 NUL" in case.result[0].text
 
 
-@pytest.mark.parametrize("target", ["a folder", "/dev/null", "no folder"])
+@pytest.mark.parametrize("target", ["a folder", "/dev/null", "a file as folder"])
 def test_the_junit_file_never_replaces_a_folder_or_a_device(tmp_path: Path, target: str) -> None:
     report, attempts = _one_failing_report("niet gevonden")
+    (tmp_path / "file").write_text("", encoding="utf-8")
     path = {
         "a folder": tmp_path,
         "/dev/null": Path("/dev/null"),
-        "no folder": tmp_path / "weg" / "junit.xml",
+        "a file as folder": tmp_path / "file" / "junit.xml",
     }[target]
     before = sorted(tmp_path.iterdir())
     with pytest.raises(ProjectError, match="--junit"):
         write_junit(path, report, attempts)
     assert sorted(tmp_path.iterdir()) == before  # no temporary file left behind
     assert Path("/dev/null").is_char_device()
+
+
+def test_the_folder_of_the_junit_file_is_made(tmp_path: Path) -> None:
+    report, attempts = _one_failing_report("niet gevonden")
+    path = write_junit(tmp_path / "artifacts" / "junit.xml", report, attempts)
+    assert path.read_text(encoding="utf-8").startswith("<?xml")
+    assert sorted(p.name for p in path.parent.iterdir()) == ["junit.xml"]
