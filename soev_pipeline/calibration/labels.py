@@ -10,12 +10,13 @@ so two reviewers saving at once cannot interleave their lines.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -144,15 +145,37 @@ class LabelsRead:
 def label_files(project_dir: Path, pattern: str | None = None) -> list[Path]:
     """The label files of a project: those its `labels` glob names, else `labels/*.jsonl`.
 
-    Sorted by path; a glob that names nothing gives no file.
+    Sorted by path; a glob that names nothing (a folder that does not exist) gives no file.
     """
     return sorted(path for path in project_dir.glob(pattern or LABELS_GLOB) if path.is_file())
 
 
 def label_target(project_dir: Path, pattern: str | None = None) -> Path:
-    """Where a new label goes: the first file the glob names, else `labels/labels.jsonl`."""
+    """Where a new label goes: the first file the glob names, else `labels/labels.jsonl`.
+
+    When the glob names no file yet and would not name `labels/labels.jsonl` either (say
+    `reviews/*.jsonl`), the new file is `labels.jsonl` in the glob's own folder, so that a
+    label the viewer writes is one that calibration reads.
+    """
     files = label_files(project_dir, pattern)
-    return files[0] if files else project_dir / LABELS_FILE
+    if files:
+        return files[0]
+    glob = pattern or LABELS_GLOB
+    candidates = [PurePosixPath(LABELS_FILE)]
+    folder = _literal_folder(glob)
+    if folder is not None:
+        candidates.append(folder / PurePosixPath(LABELS_FILE).name)
+    for candidate in candidates:
+        if candidate.match(glob) or candidate.match(glob.replace("**/", "")):
+            return project_dir / candidate
+    return project_dir / LABELS_FILE
+
+
+def _literal_folder(glob: str) -> PurePosixPath | None:
+    """The folders of `glob` before its first wildcard, or None when it starts with one."""
+    parts = PurePosixPath(glob).parts[:-1]
+    literal = list(itertools.takewhile(lambda part: not any(c in part for c in "*?["), parts))
+    return PurePosixPath(*literal) if literal else None
 
 
 def criterion_of(case: Case, kind: str, nth: int) -> CriterionSpec | None:

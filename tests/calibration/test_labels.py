@@ -260,7 +260,10 @@ def test_label_files_and_target(tmp_path: Path) -> None:
         tmp_path / "labels" / "b.jsonl",
     ]
     assert label_target(tmp_path) == tmp_path / "labels" / "a.jsonl"
-    assert label_target(tmp_path, "other/*.jsonl") == tmp_path / "labels" / "labels.jsonl"
+    # a glob that names no file yet gets a new file that it names
+    assert label_target(tmp_path, "other/*.jsonl") == tmp_path / "other" / "labels.jsonl"
+    assert label_target(tmp_path, "other/**/*.jsonl") == tmp_path / "other" / "labels.jsonl"
+    assert label_target(tmp_path, "*/x-*.jsonl") == tmp_path / "labels" / "labels.jsonl"
 
 
 def test_judged_verdicts_are_the_judge_kinds_and_any_that_recorded_a_judge() -> None:
