@@ -26,6 +26,10 @@ DEFAULT_MIN_KAPPA = 0.6
 judge's rates without correcting them."""
 WIDE_KAPPA = 0.15
 """The half-width of κ's interval that `calibrate` suggests labelling enough items for."""
+WIDE_RECALL = 0.4
+"""A recall whose interval is wider than this says little: `calibrate` says so."""
+NARROW_RECALL = 0.1
+"""The half-width of a recall's interval that `calibrate` suggests labelling enough items for."""
 
 
 def _kappa(text: str) -> float:
@@ -256,19 +260,17 @@ def criterion_notes(figures: CriterionFigures, threshold: float) -> list[str]:
     wide to tell, a κ that cannot be measured, judge errors, ties."""
     notes: list[str] = []
     confusion = figures.confusion
+    people_passed = sum(confusion.human_pass.model_dump().values())
     if figures.items == 0:
         notes.append("no item that a majority of people decided; κ cannot be measured")
-    elif figures.kappa is None:
-        people = confusion.human_pass.judge_pass + confusion.human_pass.judge_fail
-        people += confusion.human_pass.judge_error
-        if people in (0, figures.items):
-            said = "passed" if people else "failed"
-            notes.append(
-                f"the people {said} every item: κ cannot be measured; label items of both kinds"
-            )
-        else:
-            notes.append("the judge said the same of every item: κ cannot be measured")
-    elif figures.kappa_ci95 is not None:
+    elif people_passed in (0, figures.items):
+        said = "passed" if people_passed else "failed"
+        notes.append(
+            f"the people {said} every item: label items of both kinds to measure both recalls"
+        )
+    if figures.items and figures.kappa is None:
+        notes.append("the people and the judge gave every item one verdict: κ cannot be measured")
+    elif figures.kappa is not None and figures.kappa_ci95 is not None:
         low, high = figures.kappa_ci95
         if high < threshold:
             notes.append(
@@ -284,6 +286,18 @@ def criterion_notes(figures: CriterionFigures, threshold: float) -> list[str]:
                 f"[{low:.2f}, {high:.2f}] is too wide to tell; about {needed} items would "
                 f"narrow it to ±{WIDE_KAPPA:g}"
             )
+    for name, value, interval, row in (
+        ("pass recall", figures.pass_recall, figures.pass_recall_ci95, confusion.human_pass),
+        ("fail recall", figures.fail_recall, figures.fail_recall_ci95, confusion.human_fail),
+    ):
+        if value is not None and interval is not None and interval[1] - interval[0] > WIDE_RECALL:
+            count = sum(row.model_dump().values())
+            needed = max(count + 1, items_for(value, NARROW_RECALL))
+            people = "passed" if name == "pass recall" else "failed"
+            notes.append(
+                f"{name} {_share(value, interval)} is too wide to tell; about {needed} items "
+                f"that people {people} would narrow it to ±{100 * NARROW_RECALL:.0f} points"
+            )
     if figures.judge_errors:
         errors = _count(figures.judge_errors, "judge error")
         notes.append(f"{errors}, each counted as the judge's fail")
@@ -291,6 +305,24 @@ def criterion_notes(figures: CriterionFigures, threshold: float) -> list[str]:
         ties = _count(figures.ties, "item")
         notes.append(f"{ties} on which the people split evenly, left out against the judge")
     return notes
+
+
+def items_for(share: float, half_width: float) -> int:
+    """The fewest items whose Wilson interval around `share` is at most ±`half_width`."""
+    from soev_pipeline.core.stats import wilson
+
+    def half(n: int) -> float:
+        low, high = wilson(share, n)
+        return (high - low) / 2
+
+    high = 1
+    while half(high) > half_width:
+        high *= 2
+    low = high // 2
+    while low + 1 < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if half(middle) <= half_width else (middle, high)
+    return high
 
 
 def _count(number: int, noun: str) -> str:
