@@ -286,18 +286,22 @@ def criterion_notes(figures: CriterionFigures, threshold: float) -> list[str]:
                 f"[{low:.2f}, {high:.2f}] is too wide to tell; about {needed} items would "
                 f"narrow it to ±{WIDE_KAPPA:g}"
             )
-    for name, value, interval, row in (
-        ("pass recall", figures.pass_recall, figures.pass_recall_ci95, confusion.human_pass),
-        ("fail recall", figures.fail_recall, figures.fail_recall_ci95, confusion.human_fail),
-    ):
-        if value is not None and interval is not None and interval[1] - interval[0] > WIDE_RECALL:
-            count = sum(row.model_dump().values())
-            needed = max(count + 1, items_for(value, NARROW_RECALL))
-            people = "passed" if name == "pass recall" else "failed"
-            notes.append(
-                f"{name} {_share(value, interval)} is too wide to tell; about {needed} items "
-                f"that people {people} would narrow it to ±{100 * NARROW_RECALL:.0f} points"
-            )
+    wide = [
+        (name, _share(value, interval), items_for(value, NARROW_RECALL), people)
+        for name, value, interval, people in (
+            ("pass recall", figures.pass_recall, figures.pass_recall_ci95, "passed"),
+            ("fail recall", figures.fail_recall, figures.fail_recall_ci95, "failed"),
+        )
+        if value is not None and interval is not None and interval[1] - interval[0] > WIDE_RECALL
+    ]
+    if wide:
+        shown = " and ".join(f"{name} {value}" for name, value, _, _ in wide)
+        counts = " and ".join(f"{count} that people {people}" for _, _, count, people in wide)
+        notes.append(
+            f"{shown} {'is' if len(wide) == 1 else 'are'} too wide to tell; about {counts} "
+            f"would narrow {'it' if len(wide) == 1 else 'them'} to ±{100 * NARROW_RECALL:.0f} "
+            "points"
+        )
     if figures.judge_errors:
         errors = _count(figures.judge_errors, "judge error")
         notes.append(f"{errors}, each counted as the judge's fail")

@@ -147,7 +147,10 @@ def test_the_plain_output_is_one_table_and_says_what_the_figures_mean(
     assert "rubric.judge: the people failed every item: label items of both kinds" in text
     assert "rubric.judge: κ 0.00 is below 0.6: the judge does not agree" in text
     # κ = 1 on two items has no width by its formula; the recalls' intervals say the rest
-    assert "nuggets.coverage: pass recall 100 % [21–100] is too wide to tell; about 16" in text
+    assert (
+        "nuggets.coverage: pass recall 100 % [21–100] and fail recall 100 % [21–100] are too "
+        "wide to tell; about 16 that people passed and 16 that people failed would narrow them"
+    ) in text
     assert "behaviour.expected: 1 item on which the people split evenly" in text
 
 
