@@ -28,6 +28,7 @@ from .labels import (
     label_choices,
     label_files,
     label_target,
+    labels_version,
     read_labels,
 )
 from .rates import RunRates, run_rates
@@ -86,6 +87,7 @@ __all__ = [
     "label_choices",
     "label_files",
     "label_target",
+    "labels_version",
     "project_label_files",
     "read_labels",
     "read_project_labels",

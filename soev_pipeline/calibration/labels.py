@@ -10,6 +10,7 @@ so two reviewers saving at once cannot interleave their lines.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import itertools
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from soev_pipeline.core.canonical import sha256_text
+from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
 from soev_pipeline.criteria import PURE_KINDS, builtin_registry
@@ -169,6 +170,23 @@ def label_target(project_dir: Path, pattern: str | None = None) -> Path:
         if candidate.match(glob) or candidate.match(glob.replace("**/", "")):
             return project_dir / candidate
     return project_dir / LABELS_FILE
+
+
+def labels_version(project_dir: Path, pattern: str | None = None) -> str:
+    """One short hash over the label files as they are on disk: their paths and bytes.
+
+    A label added, changed or removed, or a file added or removed, changes it; a watcher
+    compares it with the recorded one to notice an edit. A file that cannot be read
+    counts as empty.
+    """
+    entries = []
+    for path in label_files(project_dir, pattern):
+        try:
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            content = ""
+        entries.append([path.relative_to(project_dir).as_posix(), content])
+    return digest(entries)[:12]
 
 
 def _literal_folder(glob: str) -> PurePosixPath | None:
