@@ -38,7 +38,7 @@ from soev_pipeline.core.stats import wilson
 
 Interval = tuple[float, float]
 DRAWS = 20_000
-"""Bootstrap draws per interval: the bounds then vary by about 0.003 between seeds."""
+"""Bootstrap draws per interval: a bound then moves by about 0.004 between seeds."""
 PRIOR = 0.5
 """The pseudo-count of each outcome in a Jeffreys distribution, Beta(hits + ½, misses + ½)."""
 

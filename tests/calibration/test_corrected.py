@@ -112,3 +112,14 @@ def test_the_interval_covers_the_true_rate_in_a_simulation() -> None:
     fails (89 % for a 95 % interval); 300 simulated runs keep the Monte-Carlo error of the
     coverage near 1.3 points. bench/calibration.py runs the full table."""
     assert _coverage((0.6, 0.6), 1.0, 0.3, 3, 300) >= 0.92
+
+
+def test_the_worked_example_of_docs_statistics() -> None:
+    """docs/statistics.md: 40 labels (24 passed, 20 by the judge too; 16 failed, 10 by the
+    judge too), a run of 60 cases at k = 1 of which the judge passed 45."""
+    rate = judged_rate([(1, 1)] * 45 + [(0, 1)] * 15)
+    assert rate.effective == pytest.approx(59.0)
+    assert rogan_gladen(0.75, 20 / 24, 10 / 16) == pytest.approx(0.818182, abs=1e-6)
+    found = corrected_interval(rate, 20, 24, 10, 16)
+    assert found == pytest.approx((0.398, 1.0), abs=0.005)
+    assert wilson(0.75, rate.effective) == pytest.approx((0.627, 0.843), abs=0.001)
