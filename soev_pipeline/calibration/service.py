@@ -202,12 +202,7 @@ def calibration_of(
     }
     pooled = None
     if rates is not None:
-        pooled = judged_rate(
-            [
-                (passed, counted)
-                for case_id, (passed, counted) in _pooled_cases(rates, criteria).items()
-            ]
-        )
+        pooled = judged_rate(list(_pooled_cases(rates, criteria).values()))
     overall = _figures(judged.graded, judged.people, labels=False, rate=pooled)
     return Calibration(
         criteria=criteria,
@@ -252,6 +247,7 @@ def calibrated_kinds(
             digests.update(entry.prompt_sha256)
         found[kind] = CalibratedRate(
             items=figures.items,
+            judge_errors=figures.judge_errors,
             kappa=figures.kappa,
             pass_recall=figures.pass_recall,
             fail_recall=figures.fail_recall,

@@ -105,16 +105,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         calibrate(loaded, paths.state, offline=args.offline, rates=rates, run_id=args.run)
     )
     candidate = None
-    if args.prompts is not None:
+    if args.prompts is not None:  # the run was graded with the current prompts: no rates
         candidate, _ = run_sync(
-            calibrate(
-                loaded,
-                paths.state,
-                offline=args.offline,
-                prompts_dir=args.prompts,
-                rates=rates,
-                run_id=args.run,
-            )
+            calibrate(loaded, paths.state, offline=args.offline, prompts_dir=args.prompts)
         )
     threshold = _threshold(args, loaded)
     if args.json:
@@ -129,6 +122,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             sys.stdout.write("\n" + render_prompts(current, candidate, args.prompts, threshold))
     gated = candidate if candidate is not None else current
     if args.min_kappa is not None:
+        if not gated.criteria:
+            print(
+                "soev-evals: judge gate failed: no labelled item counts, so nothing measured "
+                "the judge",
+                file=sys.stderr,
+            )
+            return EXIT_GATE
         low = gated.low_kappa(args.min_kappa)
         if low:
             which = f" with the prompts of {args.prompts}" if candidate is not None else ""

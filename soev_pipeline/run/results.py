@@ -104,7 +104,8 @@ class CalibratedRate(FrozenModel):
     labels measured (SPEC.md section 11); `report RUN --json` adds it when the project has
     labels, and report.json never holds it.
 
-    `items`, `kappa` and the recalls measure the judge on the labelled items of the kind;
+    `items`, `judge_errors`, `kappa` and the recalls measure the judge on the labelled items
+    of the kind (an error counted as its fail);
     `judge_pass_rate` is its pass rate over the run's `judged_attempts` verdicts (an error
     a fail, attempts that did not run left out); `corrected_pass_rate` is that rate
     corrected (Rogan–Gladen), with an interval that carries the uncertainty of all three.
@@ -112,6 +113,7 @@ class CalibratedRate(FrozenModel):
     """
 
     items: int
+    judge_errors: int
     kappa: float | None
     pass_recall: float | None
     fail_recall: float | None

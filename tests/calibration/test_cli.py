@@ -241,3 +241,10 @@ def test_without_a_judge_calibrate_says_so_in_one_line(tmp_path: Path) -> None:
     result = invoke("calibrate", "--project", project)
     assert result.status == 1
     assert "no judge to calibrate" in result.error_line()
+
+
+def test_min_kappa_fails_when_nothing_measured_the_judge(copy: Path) -> None:
+    (copy.parent / "labels" / "labels.jsonl").write_text("{broken\n", encoding="utf-8")
+    result = invoke("calibrate", "--min-kappa", "0.6", "--project", copy)
+    assert result.status == 3 and "nothing measured the judge" in result.err
+    assert "no labelled item counts" in result.out
