@@ -116,9 +116,7 @@ def decide(inputs: Mapping[str, Any], labels: Sequence[str]) -> tuple[str, str]:
     else:
         raise _Refused(problem(422, "invalid_field", "inputs: no task of this judge has them"))
     if label not in labels:
-        raise _Refused(
-            problem(422, "invalid_field", f"the schema's labels do not allow {label!r}")
-        )
+        raise _Refused(problem(422, "invalid_field", f"the schema's labels do not allow {label!r}"))
     return label, detail
 
 
