@@ -22,8 +22,8 @@ width, about its middle, in the rare case it is not).
 
 Why this method: the delta method's interval (Rogan and Gladen's) and its adjusted form
 (Lang and Reiczigel, 2014) cover too seldom for a lenient judge, the case that matters
-most (pass recall near 1, fail recall near 0.3, 40 labels: 89 % for a 95 % interval), because
-θ is far from linear in s there. The bootstrap covers 93-99 % over the settings of
+most (pass recall near 1, fail recall near 0.3, 40 labels: 84-91 % for a 95 % interval),
+because θ is far from linear in s there. The bootstrap covers 93-98 % over the settings of
 bench/calibration.py. The draws are seeded from the counts, so the same figures give the
 same interval every time. docs/statistics.md works an example through.
 """

@@ -109,7 +109,7 @@ def _coverage(beta: tuple[float, float], r: float, s: float, k: int, sims: int) 
 
 def test_the_interval_covers_the_true_rate_in_a_simulation() -> None:
     """A lenient judge (pass recall 1, fail recall .3, k = 3) is where the delta method
-    fails (89 % for a 95 % interval); 300 simulated runs keep the Monte-Carlo error of the
+    fails (84-91 % for a 95 % interval); 300 simulated runs keep the Monte-Carlo error of the
     coverage near 1.3 points. bench/calibration.py runs the full table."""
     assert _coverage((0.6, 0.6), 1.0, 0.3, 3, 300) >= 0.92
 
