@@ -34,6 +34,7 @@ from .labels import (
 from .rates import RunRates, run_rates
 from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
 from .service import (
+    DEFAULT_MIN_KAPPA,
     Judged,
     Labelled,
     calibrate,
@@ -47,6 +48,7 @@ from .service import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_KAPPA",
     "FIXED_LABELS",
     "JUDGED_KINDS",
     "LABELS_FILE",

@@ -32,6 +32,9 @@ from .labels import FIXED_LABELS, LeftOut, label_files, read_labels
 from .rates import RunRates
 from .results import Calibration, ConfusionTable, CriterionFigures
 
+DEFAULT_MIN_KAPPA = 0.6
+"""The least κ a judge needs when the project sets no `judge.min_kappa`: below it, agreement
+is "moderate" at best (Landis and Koch), too little to trust a judge's rates as they are."""
 LABELLED_KINDS = frozenset({*FIXED_LABELS, "rubric.judge"})
 """The kinds whose judge gives one label per attempt: their figures hold a label confusion."""
 
@@ -50,9 +53,9 @@ class Judged:
     """The labelled items after the judge graded them.
 
     `people` holds every item that counts (the decided ones and the ties), `graded` the
-    decided ones with the judge's verdict, and `left_out` every label line that counts
-    nowhere: those `read_project_labels` left out, and the lines of items that cannot be
-    graded now.
+    decided ones with the judge's verdict, `labels_read` the label lines that count, and
+    `left_out` every line that counts nowhere: those `read_project_labels` left out, and
+    the lines of items that cannot be graded now.
     """
 
     people: tuple[Item, ...]
@@ -111,7 +114,8 @@ async def judge_labels(
         else:
             graded.append(result)
     people = [item for item in people if id(item) not in not_applicable]
-    return Judged(tuple(people), tuple(graded), labelled.labels_read, tuple(left_out))
+    moved = len(left_out) - len(labelled.left_out)
+    return Judged(tuple(people), tuple(graded), labelled.labels_read - moved, tuple(left_out))
 
 
 def _figures(

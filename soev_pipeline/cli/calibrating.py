@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from soev_pipeline.run.archive import RunArchive
     from soev_pipeline.run.results import Report
 
-DEFAULT_MIN_KAPPA = 0.6
-"""κ below this is "moderate" agreement at best (Landis and Koch): too little to trust a
-judge's rates without correcting them."""
 WIDE_KAPPA = 0.15
 """The half-width of κ's interval that `calibrate` suggests labelling enough items for."""
 WIDE_RECALL = 0.4
@@ -87,6 +84,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Calibrate the judge on the labels; print the figures; exit 3 below `--min-kappa`."""
     from soev_pipeline.api import run_sync
     from soev_pipeline.calibration import calibrate, kappa_differences, run_rates
+    from soev_pipeline.calibration.service import candidate_prompts
+    from soev_pipeline.judges import load_prompts
     from soev_pipeline.project import load
     from soev_pipeline.run.archive import RunArchive
     from soev_pipeline.run.manifest import check_same_project
@@ -96,6 +95,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
+    if args.prompts is not None:
+        candidate_prompts(args.prompts, load_prompts())  # a wrong folder stops us before any work
     rates = None
     if args.run is not None:
         archive = RunArchive(paths.runs, args.run)
@@ -142,6 +143,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _threshold(args: argparse.Namespace, loaded: LoadedProject) -> float:
+    from soev_pipeline.calibration import DEFAULT_MIN_KAPPA
+
     if args.min_kappa is not None:
         return float(args.min_kappa)
     judge = loaded.project.judge

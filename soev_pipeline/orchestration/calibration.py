@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from soev_pipeline.calibration import (
+    DEFAULT_MIN_KAPPA,
     JUDGED_KINDS,
     Calibration,
     calibrate,
@@ -36,7 +37,6 @@ from .resources import ProjectResource, RuntimeResource
 from .steps import one_line_errors
 
 JUDGE_AGREES_WITH_LABELS = "judge_agrees_with_labels"
-DEFAULT_MIN_KAPPA = 0.6
 
 
 def _judged(loaded: LoadedProject) -> bool:
