@@ -183,8 +183,13 @@ class Soak:
         self.project = workdir / "project"
         shutil.copytree(DEMO, self.project, ignore=shutil.ignore_patterns("runs", ".soev"))
         config = self.project / "project.yaml"
-        text = config.read_text(encoding="utf-8").replace(
-            "  agent: wetwijzer\n", "  agent: wetwijzer\n  api_key_env: SOAK_TOKEN\n"
+        text = (
+            config.read_text(encoding="utf-8")
+            .replace("  agent: wetwijzer\n", "  agent: wetwijzer\n  api_key_env: SOAK_TOKEN\n")
+            .replace(  # the judge the assistant serves asks for the token too
+                "  model: soev-rule-judge\n",
+                "  model: soev-rule-judge\n  api_key_env: SOAK_TOKEN\n",
+            )
         )
         config.write_text(text, encoding="utf-8")
         self.env = {**os.environ, "SOEV_DEMO_URL": url, "SOAK_TOKEN": TOKEN}

@@ -1,9 +1,11 @@
 """`make demo`: run the demo project against the reference assistant and print the report.
 
-Starts the bundled reference assistant on a free 127.0.0.1 port, runs
-`soev-evals run --project examples/demo/project.yaml` against it, and stops it again.
-Then it writes the run's HTML report to examples/demo/report.html and prints the
-`soev-evals view` command that opens every run of the demo in a browser.
+Starts the bundled reference assistant on a free 127.0.0.1 port (it also answers as the
+demo's rule-based judge), runs `soev-evals run --project examples/demo/project.yaml`
+against it, writes the run's HTML report to examples/demo/report.html, prints the
+`soev-evals view` command that opens every run of the demo in a browser, and ends with
+the judge's calibration on the demo's labels (`soev-evals calibrate --run RUN`), before it
+stops the assistant again. Everything runs offline, on 127.0.0.1.
 Extra arguments go to `soev-evals run`, e.g. `python scripts/demo.py --k 3`.
 """
 
@@ -28,30 +30,36 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def _look(soev_evals: Path) -> None:
-    """Write the newest run's HTML report and say how to look at every run."""
+def _latest_run() -> str | None:
     from soev_pipeline.project import ProjectPaths, load
     from soev_pipeline.run.compare import latest_run
 
     paths = ProjectPaths.of(PROJECT)
     run = latest_run(paths.runs, load(PROJECT, definitions=False).project.name)
-    if run is None:
-        return
-    command = [
-        str(soev_evals),
-        "report",
-        run.run_id,
-        "--project",
-        str(PROJECT),
-        "--html",
-        str(HTML),
-    ]
+    return None if run is None else run.run_id
+
+
+def _look(soev_evals: Path, run_id: str) -> None:
+    """Write the run's HTML report and say how to look at every run."""
+    command = [str(soev_evals), "report", run_id, "--project", str(PROJECT), "--html", str(HTML)]
     if subprocess.call(command, cwd=ROOT, stdout=subprocess.DEVNULL) == 0:
-        print(f"\nthe HTML report of run {run.run_id}: {_shown(HTML)}")
+        print(f"\nthe HTML report of run {run_id}: {_shown(HTML)}")
     print(
         "look at the runs, case by case, in your browser:\n"
         f"  {_shown(soev_evals)} view --project {_shown(PROJECT)}"
     )
+
+
+def _calibrate(soev_evals: Path, run_id: str, env: dict[str, str]) -> int:
+    """Print how the rule-based judge agrees with the demo's labels, and the run's judged
+    rates corrected for what they find."""
+    print(
+        "\nhow far can the judge be trusted? its verdicts against the lawyers' labels "
+        f"({_shown(PROJECT.parent / 'labels')}):\n",
+        flush=True,
+    )
+    command = [str(soev_evals), "calibrate", "--run", run_id, "--project", str(PROJECT)]
+    return subprocess.call(command, env=env, cwd=ROOT)
 
 
 def main() -> int:
@@ -61,8 +69,10 @@ def main() -> int:
         env = {**os.environ, "SOEV_DEMO_URL": url}
         command = [str(soev_evals), "run", "--project", str(PROJECT), *sys.argv[1:]]
         status = subprocess.call(command, env=env, cwd=ROOT)
-    if status == 0:
-        _look(soev_evals)
+        run_id = _latest_run() if status == 0 else None
+        if run_id is not None:
+            _look(soev_evals, run_id)
+            status = _calibrate(soev_evals, run_id, env)
     return status
 
 

@@ -1,5 +1,17 @@
-"""Judge calibration (SPEC.md section 11): human labels of judged criteria, read and written."""
+"""Judge calibration (SPEC.md section 11): human labels of judged criteria, read and written;
+the judge measured against them; a run's judged rates corrected for what they find.
 
+    from soev_pipeline.calibration import calibrate
+    from soev_pipeline.project import ProjectPaths, load
+
+    paths = ProjectPaths.of("project.yaml")
+    calibration, _ = asyncio.run(calibrate(load(paths.project_file), paths.state))
+    print(calibration.criteria["behaviour.expected"].kappa)
+"""
+
+from .agreement import Agreement, Confusion, Outcome, agreement_of, human_agreement, kappa
+from .corrected import JudgedRate, corrected_interval, judged_rate, rogan_gladen
+from .items import Item, criterion_name, gather
 from .labels import (
     FIXED_LABELS,
     JUDGED_KINDS,
@@ -16,24 +28,71 @@ from .labels import (
     label_choices,
     label_files,
     label_target,
+    labels_version,
     read_labels,
+)
+from .rates import RunRates, run_rates
+from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
+from .service import (
+    DEFAULT_MIN_KAPPA,
+    Judged,
+    Labelled,
+    calibrate,
+    calibrated_kinds,
+    calibration_judge,
+    calibration_of,
+    judge_labels,
+    kappa_differences,
+    project_label_files,
+    read_project_labels,
 )
 
 __all__ = [
+    "DEFAULT_MIN_KAPPA",
     "FIXED_LABELS",
     "JUDGED_KINDS",
     "LABELS_FILE",
     "LABELS_GLOB",
+    "Agreement",
+    "Calibration",
+    "Confusion",
+    "ConfusionTable",
+    "CriterionFigures",
+    "Item",
+    "JudgeColumn",
+    "Judged",
+    "JudgedRate",
     "LabelLine",
+    "Labelled",
     "LabelsRead",
     "LeftOut",
+    "Outcome",
     "ReadLabel",
+    "RunRates",
+    "agreement_of",
     "append_label",
+    "calibrate",
+    "calibrated_kinds",
+    "calibration_judge",
+    "calibration_of",
     "check_label",
+    "corrected_interval",
+    "criterion_name",
     "criterion_of",
+    "gather",
+    "human_agreement",
     "is_judged",
+    "judge_labels",
+    "judged_rate",
+    "kappa",
+    "kappa_differences",
     "label_choices",
     "label_files",
     "label_target",
+    "labels_version",
+    "project_label_files",
     "read_labels",
+    "read_project_labels",
+    "rogan_gladen",
+    "run_rates",
 ]

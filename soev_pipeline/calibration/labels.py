@@ -10,17 +10,19 @@ so two reviewers saving at once cannot interleave their lines.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from soev_pipeline.core.canonical import sha256_text
+from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
 from soev_pipeline.criteria import builtin_registry
@@ -147,15 +149,54 @@ class LabelsRead:
 def label_files(project_dir: Path, pattern: str | None = None) -> list[Path]:
     """The label files of a project: those its `labels` glob names, else `labels/*.jsonl`.
 
-    Sorted by path; a glob that names nothing gives no file.
+    Sorted by path; a glob that names nothing (a folder that does not exist) gives no file.
     """
     return sorted(path for path in project_dir.glob(pattern or LABELS_GLOB) if path.is_file())
 
 
 def label_target(project_dir: Path, pattern: str | None = None) -> Path:
-    """Where a new label goes: the first file the glob names, else `labels/labels.jsonl`."""
+    """Where a new label goes: the first file the glob names, else `labels/labels.jsonl`.
+
+    When the glob names no file yet and would not name `labels/labels.jsonl` either (say
+    `reviews/*.jsonl`), the new file is `labels.jsonl` in the glob's own folder, so that a
+    label the viewer writes is one that calibration reads.
+    """
     files = label_files(project_dir, pattern)
-    return files[0] if files else project_dir / LABELS_FILE
+    if files:
+        return files[0]
+    glob = pattern or LABELS_GLOB
+    candidates = [PurePosixPath(LABELS_FILE)]
+    folder = _literal_folder(glob)
+    if folder is not None:
+        candidates.append(folder / PurePosixPath(LABELS_FILE).name)
+    for candidate in candidates:
+        if candidate.match(glob) or candidate.match(glob.replace("**/", "")):
+            return project_dir / candidate
+    return project_dir / LABELS_FILE
+
+
+def labels_version(project_dir: Path, pattern: str | None = None) -> str:
+    """One short hash over the label files as they are on disk: their paths and bytes.
+
+    A label added, changed or removed, or a file added or removed, changes it; a watcher
+    compares it with the recorded one to notice an edit. A file that cannot be read
+    counts as empty.
+    """
+    entries = []
+    for path in label_files(project_dir, pattern):
+        try:
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            content = ""
+        entries.append([path.relative_to(project_dir).as_posix(), content])
+    return digest(entries)[:12]
+
+
+def _literal_folder(glob: str) -> PurePosixPath | None:
+    """The folders of `glob` before its first wildcard, or None when it starts with one."""
+    parts = PurePosixPath(glob).parts[:-1]
+    literal = list(itertools.takewhile(lambda part: not any(c in part for c in "*?["), parts))
+    return PurePosixPath(*literal) if literal else None
 
 
 def criterion_of(case: Case, kind: str, nth: int) -> CriterionSpec | None:

@@ -37,6 +37,8 @@ from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
 from soev_pipeline.run.service import RunSelection
 
+from .calibrating import calibrated_report
+from .calibrating import cmd_calibrate as cmd_calibrate
 from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, interrupted
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
@@ -145,7 +147,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     with frozen_heap():
         report = read_report(archive)
     if args.json:
-        write_report_json(report, sys.stdout)
+        write_report_json(calibrated_report(paths, archive, report), sys.stdout)
     else:
         _print(render_report(report))
     if args.junit is not None:

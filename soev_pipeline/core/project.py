@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
@@ -64,6 +65,9 @@ class JudgeConfig(FrozenModel):
     seed: int | None = 0
     repeats: int = Field(default=1, ge=1, le=20)
     cache: bool = True
+    min_kappa: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """The least Cohen's κ a judged criterion must reach against the human labels; set, it
+    makes the Dagster check `judge_agrees_with_labels` an error rather than a warning."""
 
     _expand_url = field_validator("base_url", mode="before")(_expanded)
 
@@ -99,6 +103,20 @@ class Project(FrozenModel):
     messages: dict[str, str] = Field(default_factory=dict)
     corpus: str | None = None
     runtime: str | None = None
+    labels: str | None = Field(default=None, min_length=1)
+    """A glob of human label files, relative to project.yaml; `labels/*.jsonl` when None."""
+
+    @field_validator("labels")
+    @classmethod
+    def _inside_project(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        posix, windows = PurePosixPath(value), PureWindowsPath(value)
+        if posix.is_absolute() or windows.is_absolute() or windows.drive:
+            raise ValueError(f"{value!r} must be a glob relative to project.yaml")
+        if ".." in posix.parts or ".." in windows.parts:
+            raise ValueError(f"{value!r} must stay inside the project directory")
+        return value
 
     @field_validator("hooks")
     @classmethod

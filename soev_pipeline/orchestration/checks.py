@@ -6,6 +6,7 @@ import dagster as dg
 from soev_pipeline.project import LoadedProject
 
 from . import metadata
+from .calibration import labels_request
 from .keys import ProjectKeys
 
 CHECK_PROMPTS_JOB = "check_prompts"
@@ -68,7 +69,7 @@ def build_prompts_watch(
     keys: ProjectKeys, loaded: LoadedProject, check_prompts: "dg.UnresolvedAssetJobDefinition"
 ) -> dg.SensorDefinition:
     """A sensor that runs `check_prompts` as soon as the prompt files on disk differ from the
-    recorded ones.
+    recorded ones, and its `labels` and `judge_calibration` alone when only the label files do.
 
     It hashes the files at every tick rather than trusting the loaded definitions, which
     keep the hashes of when the code location last loaded: so a prompt or rubric edit shows
@@ -82,13 +83,16 @@ def build_prompts_watch(
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Records changed judge prompts and rubrics, and checks which runs were "
-        "graded with the old ones.",
+        "graded with the old ones; calibrates the judge again when they or the labels change.",
     )
     def prompts_watch(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
         current = loaded.prompts_version_on_disk()
         recorded = recorded_prompts_version(context.instance, keys.asset("judge_prompts"))
         if recorded == current:
-            return dg.SkipReason(f"the prompts are recorded as they are ({current})")
+            labels = labels_request(context.instance, keys, loaded)
+            if labels is not None:  # only the labels changed: calibrate again, nothing else
+                return labels
+            return dg.SkipReason(f"the prompts and labels are recorded as they are ({current})")
         return dg.RunRequest(run_key=f"prompts-{current}")
 
     return prompts_watch

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from .assets import build_assets
+from .calibration import build_calibration_assets
 from .checks import CHECK_PROMPTS_JOB, build_prompts_check, build_prompts_watch
 from .jobs import SYSTEM_TAG, build_jobs, build_nightly_schedule
 from .keys import ProjectKeys
@@ -28,7 +29,10 @@ def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) 
     jobs = {job.name: job for job in build_jobs(keys, system=system)}
     new_evaluation = build_new_evaluation_job({SYSTEM_TAG: system} if system else None)
     return dg.Definitions(
-        assets=build_assets(keys, [suite.name for suite in loaded.suites], version),
+        assets=[
+            *build_assets(keys, [suite.name for suite in loaded.suites], version),
+            *build_calibration_assets(keys, version),
+        ],
         asset_checks=[build_prompts_check(keys, version)],
         jobs=[*jobs.values(), new_evaluation],
         schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],

@@ -21,7 +21,8 @@ that share one assistant from overloading it (see docs/deploy.md)."""
 
 def build_jobs(keys: ProjectKeys, *, system: str = "") -> list["dg.UnresolvedAssetJobDefinition"]:
     """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again;
-    `load_suites` records a suite; `check_prompts` records the prompts and runs the check.
+    `load_suites` records a suite; `check_prompts` records the prompts and runs the check,
+    and records the labels and calibrates the judge on them.
 
     `evaluate` runs carry the tag `soev/system` with the system's `host:port`. Neither
     `evaluate` nor `rescore` materializes `judge_prompts`: it is recorded when the prompts
@@ -52,11 +53,13 @@ def build_jobs(keys: ProjectKeys, *, system: str = "") -> list["dg.UnresolvedAss
         ),
         dg.define_asset_job(
             CHECK_PROMPTS_JOB,
-            selection=dg.AssetSelection.assets(prompts)
+            selection=dg.AssetSelection.assets(
+                prompts, keys.asset("labels"), keys.asset("judge_calibration")
+            )
             | dg.AssetSelection.checks_for_assets(verdicts),
             executor_def=dg.in_process_executor,
-            description="Record the judge prompts and rubrics, and check which runs were "
-            "graded with other ones.",
+            description="Record the judge prompts and rubrics, check which runs were graded "
+            "with other ones, and calibrate the judge on the human labels.",
         ),
     ]
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from . import judge
 from .assistant import Assistant
 from .protocol import EventStream, Request, Response, json_response, problem, sse_frame
 from .retrieval import Hit
@@ -131,6 +132,8 @@ class ThreadService:
         ):
             return problem(401, "unauthorized", "a valid bearer token is required")
         parts = tuple(part for part in request.path.split("/") if part)
+        if parts == judge.PATH:
+            return judge.answer(request)
         if parts[:3] != PREFIX or len(parts) > 5:
             return problem(404, "not_found", f"no resource at {request.path}")
         rest = parts[3:]

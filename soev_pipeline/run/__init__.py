@@ -8,6 +8,7 @@ from .manifest import Manifest, build_manifest, check_resumable
 from .report import build_report, read_report
 from .results import (
     AttemptResult,
+    CalibratedRate,
     CaseChange,
     CaseResult,
     Comparison,
@@ -31,6 +32,7 @@ from .scoring import (
 __all__ = [
     "AttemptResult",
     "AttemptScore",
+    "CalibratedRate",
     "CaseChange",
     "CaseFigures",
     "CaseResult",

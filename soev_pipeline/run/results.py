@@ -99,8 +99,34 @@ class UnrunPair(FrozenModel):
     baseline: UnrunTally = UnrunTally()
 
 
+class CalibratedRate(FrozenModel):
+    """A judged criterion's rate in a run, corrected for the judge's errors that the human
+    labels measured (SPEC.md section 11); `report RUN --json` adds it when the project has
+    labels, and report.json never holds it.
+
+    `items`, `judge_errors`, `kappa` and the recalls measure the judge on the labelled items
+    of the kind (an error counted as its fail);
+    `judge_pass_rate` is its pass rate over the run's `judged_attempts` verdicts (an error
+    a fail, attempts that did not run left out); `corrected_pass_rate` is that rate
+    corrected (Rogan–Gladen), with an interval that carries the uncertainty of all three.
+    `prompts_match` says whether the run was graded with the prompts the labels measured.
+    """
+
+    items: int
+    judge_errors: int
+    kappa: float | None
+    pass_recall: float | None
+    fail_recall: float | None
+    judge_pass_rate: float | None
+    judged_attempts: int
+    corrected_pass_rate: float | None
+    corrected_ci95: Interval | None
+    prompts_match: bool
+
+
 class StatusCounts(FrozenModel):
-    """How many verdicts of a criterion had each status."""
+    """How many verdicts of a criterion had each status; for a judged criterion of a
+    project with labels, as `report --json` prints it, also its `calibrated` rate."""
 
     model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True)
 
@@ -108,6 +134,7 @@ class StatusCounts(FrozenModel):
     fail: int
     error: int
     not_applicable: int
+    calibrated: CalibratedRate | None = Field(default=None, exclude_if=lambda value: value is None)
 
     def as_dict(self) -> dict[Status, int]:
         """The counts keyed by status, in the order of the JSON."""

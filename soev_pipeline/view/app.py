@@ -277,7 +277,7 @@ def create_app(
     viewer = Viewer(
         store=RunStore(loaded, runs_dir),
         csrf=secrets.token_urlsafe(32),
-        labels=labels or label_target(loaded.directory),
+        labels=labels or label_target(loaded.directory, loaded.project.labels),
     )
     routes = [
         Route("/", _guarded(runs)),

@@ -260,7 +260,10 @@ def test_label_files_and_target(tmp_path: Path) -> None:
         tmp_path / "labels" / "b.jsonl",
     ]
     assert label_target(tmp_path) == tmp_path / "labels" / "a.jsonl"
-    assert label_target(tmp_path, "other/*.jsonl") == tmp_path / "labels" / "labels.jsonl"
+    # a glob that names no file yet gets a new file that it names
+    assert label_target(tmp_path, "other/*.jsonl") == tmp_path / "other" / "labels.jsonl"
+    assert label_target(tmp_path, "other/**/*.jsonl") == tmp_path / "other" / "labels.jsonl"
+    assert label_target(tmp_path, "*/x-*.jsonl") == tmp_path / "labels" / "labels.jsonl"
 
 
 def test_judged_verdicts_are_the_judge_kinds_and_any_that_recorded_a_judge() -> None:
@@ -274,3 +277,32 @@ def test_judged_verdicts_are_the_judge_kinds_and_any_that_recorded_a_judge() -> 
     assert is_judged(Verdict(kind="behaviour.expected", status="error"))
     assert not is_judged(Verdict(kind="reply.contains", status="fail"))
     assert is_judged(Verdict(kind="custom.asks", status="pass", prompt_sha="p" * 64))
+
+
+def _project(**keys: object) -> dict[str, object]:
+    return {
+        "name": "p",
+        "system": {"base_url": "http://127.0.0.1:9/"},
+        "suites": [{"name": "kern", "files": "suites/*.yaml"}],
+        **keys,
+    }
+
+
+def test_the_labels_key_is_a_glob_inside_the_project() -> None:
+    from soev_pipeline.core.project import Project
+
+    assert Project.model_validate(_project()).labels is None
+    assert Project.model_validate(_project(labels="reviews/*.jsonl")).labels == "reviews/*.jsonl"
+    for outside in ("/etc/*.jsonl", "../other/*.jsonl", "C:\\labels\\*.jsonl", ""):
+        with pytest.raises(ValidationError):
+            Project.model_validate(_project(labels=outside))
+
+
+def test_judge_min_kappa_is_a_kappa() -> None:
+    from soev_pipeline.core.project import Project
+
+    judge = {"base_url": "http://127.0.0.1:9/v1/", "model": "m"}
+    found = Project.model_validate(_project(judge={**judge, "min_kappa": 0.7}))
+    assert found.judge is not None and found.judge.min_kappa == 0.7
+    with pytest.raises(ValidationError):
+        Project.model_validate(_project(judge={**judge, "min_kappa": 1.5}))

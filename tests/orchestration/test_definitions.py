@@ -65,7 +65,15 @@ def test_definitions_load(project_path: Path) -> None:
     defs = build_definitions(project_path)
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert keys == {"suites", "judge_prompts", "evidence", "verdicts", "report"}
+    assert keys == {
+        "suites",
+        "judge_prompts",
+        "evidence",
+        "verdicts",
+        "report",
+        "labels",
+        "judge_calibration",
+    }
     for job in ("evaluate", "rescore", "load_suites"):
         assert defs.resolve_job_def(job) is not None
     ops = {node.name for node in defs.resolve_job_def("evaluate").nodes}

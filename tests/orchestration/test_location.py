@@ -29,5 +29,13 @@ def test_the_declared_defs_module_loads_and_validates(
         defs = load_defs(importlib.import_module(module_name), project_root=REPO)
     dg.Definitions.validate_loadable(defs)
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert keys == {"suites", "judge_prompts", "evidence", "verdicts", "report"}
+    assert keys == {
+        "suites",
+        "judge_prompts",
+        "evidence",
+        "verdicts",
+        "report",
+        "labels",
+        "judge_calibration",
+    }
     assert {job.name for job in defs.jobs or []} >= {"evaluate", "rescore"}

@@ -19,7 +19,15 @@ from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.thread_api import FakeThreadAPI
 
-ASSETS = {"suites", "judge_prompts", "evidence", "verdicts", "report"}
+ASSETS = {
+    "suites",
+    "judge_prompts",
+    "evidence",
+    "verdicts",
+    "report",
+    "labels",
+    "judge_calibration",
+}
 
 
 @pytest.fixture
@@ -130,7 +138,11 @@ def test_the_cli_writes_to_the_keys_the_location_shows(
 
         check = defs.resolve_job_def("check_prompts").execute_in_process(instance=instance)
         assert check.success
-        (evaluation,) = check.get_asset_check_evaluations()
+        (evaluation,) = [
+            found
+            for found in check.get_asset_check_evaluations()
+            if found.check_name == "graded_with_current_prompts"
+        ]
         assert evaluation.asset_key == dg.AssetKey(["huur", "verdicts"])
         assert evaluation.passed
         assert evaluation.metadata["graded_runs"].value == 1

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from soev_pipeline.calibration import read_project_labels
 from soev_pipeline.cli import load, main
 from soev_pipeline.core import Case, CriterionContext
 from soev_pipeline.corpus import load_corpus
@@ -43,7 +44,7 @@ EXPECTED_FAILURES = {
 }
 
 
-def test_the_demo_loads_and_uses_every_family_of_rule_kinds_and_no_judge_kind() -> None:
+def test_the_demo_loads_and_uses_every_rule_kind_and_judge_kinds_that_do_not_count() -> None:
     loaded = load(DEMO / "project.yaml")
 
     assert [suite.name for suite in loaded.suites] == ["kern", "privacy", "scope"]
@@ -55,12 +56,32 @@ def test_the_demo_loads_and_uses_every_family_of_rule_kinds_and_no_judge_kind() 
     assert "demo.names_article" in kinds
     assert _families(kinds & RULE_KINDS) == _families(RULE_KINDS)
     assert len(kinds & RULE_KINDS) >= 17  # every rule kind of the criteria reference
-    assert not kinds & JUDGE_KINDS
-    assert loaded.project.judge is None
+    # the rule-based judge is not trusted: its kinds report, with weight 0, and count nowhere
+    judged = [spec for case in cases for spec in case.criteria if spec.kind in JUDGE_KINDS]
+    assert {spec.kind for spec in judged} == {
+        "behaviour.expected",
+        "nuggets.coverage",
+        "privacy.names",
+    }
+    assert all(spec.weight == 0 and not spec.gate for spec in judged)
+    assert loaded.project.judge is not None
+    assert loaded.project.judge.url == loaded.project.system.url + "v1/"
     assert set(loaded.project.messages) == {"privacy", "out_of_scope"}
     assert loaded.context.corpus is not None
     assert any(len(case.turns) > 1 for case in cases)
     assert any(case.variants for case in cases)
+
+
+def test_the_demo_labels_all_count() -> None:
+    labelled = read_project_labels(load(DEMO / "project.yaml"))
+    assert labelled.left_out == ()
+    assert labelled.labels_read >= 40
+    assert {item.kind for item in labelled.items} == {
+        "behaviour.expected",
+        "nuggets.coverage",
+        "privacy.names",
+    }
+    assert any(len(item.labels) > 1 for item in labelled.items)  # two reviewers, here and there
 
 
 def test_the_demo_finds_its_system_through_the_environment(
@@ -73,6 +94,8 @@ def test_the_demo_finds_its_system_through_the_environment(
 
     assert default.project.system.url == "http://127.0.0.1:8765/"
     assert chosen.project.system.url == "http://127.0.0.1:40123/"
+    assert chosen.project.judge is not None
+    assert chosen.project.judge.url == "http://127.0.0.1:40123/v1/"
 
 
 @pytest.mark.e2e
@@ -96,11 +119,40 @@ def test_the_demo_run_fails_the_cases_its_suites_say_fail(
     for case in report["cases"]:
         (attempt,) = case["attempts"]
         if not attempt["passed"]:
-            failing = {v["kind"] for v in attempt["verdicts"] if v["status"] in {"fail", "error"}}
+            failing = {
+                v["kind"]
+                for v in attempt["verdicts"]
+                if v["status"] in {"fail", "error"} and v["weight"] > 0
+            }
             failed[case["case_id"]] = failing
     assert failed == EXPECTED_FAILURES
     assert set(report["suites"]) == {"kern", "privacy", "scope"}
     assert all(counts["error"] == 0 for counts in report["criteria"].values())
+
+    calibrate_argv = [
+        "calibrate",
+        "--run",
+        run_id,
+        "--json",
+        "--project",
+        str(DEMO / "project.yaml"),
+    ]
+    with ReferenceServer() as server:
+        monkeypatch.setenv("SOEV_DEMO_URL", server.url)
+        assert main([*calibrate_argv, "--runs-dir", runs]) == 0
+    calibration = json.loads(capsys.readouterr().out)
+    assert calibration["left_out"] == [] and calibration["labels_read"] >= 40
+    assert set(calibration["criteria"]) == {
+        "behaviour.expected",
+        "nuggets.coverage",
+        "privacy.names",
+    }
+    # a rule-based judge is not a good judge, and the figures say so
+    assert calibration["overall"]["kappa"] < 0.6
+    assert all(entry["judge_errors"] == 0 for entry in calibration["criteria"].values())
+    assert all(
+        entry["corrected_pass_rate"] is not None for entry in calibration["criteria"].values()
+    )
 
 
 def _hooks() -> ModuleType:
