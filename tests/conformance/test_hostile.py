@@ -186,7 +186,7 @@ class Gate:
 
 WAITING_HOOKS = '''\
 """A criterion that, when HOSTILE_WAIT names a file, touches it and then waits (at most
-30 s) until the file NAME.release exists."""
+120 s, a safety valve on a busy machine) until the file NAME.release exists."""
 
 import asyncio
 import os
@@ -199,7 +199,7 @@ async def wait(case, evidence, *, params, ctx):
     marker = os.environ.get("HOSTILE_WAIT")
     if marker:
         Path(marker).touch()
-        for _ in range(1500):
+        for _ in range(6000):
             if Path(marker + ".release").exists():
                 break
             await asyncio.sleep(0.02)
