@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 
 def port_is_free(port: int) -> bool:
@@ -40,6 +41,32 @@ def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
         if not url.startswith("http://"):
             raise SystemExit(f"the reference assistant did not start (it printed {url!r})")
         yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@contextmanager
+def viewer(project: Path, env: dict[str, str], port: int = 0) -> Iterator[str]:
+    """Run `soev-evals view` of `project` on `port` (0: a free one); yield its base URL; stop
+    it. Its first line of output is `soev-evals view of 'name': URL`."""
+    command = [sys.executable, "-m", "soev_pipeline", "view", "--project", str(project)]
+    command += ["--port", str(port)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        line = process.stdout.readline().strip() if ready else "nothing in 60 s"
+        url = line.rpartition(": ")[2]
+        if not url.startswith("http://"):
+            raise SystemExit(f"the viewer did not start (it printed {line!r})")
+        yield url.rstrip("/")
     finally:
         process.terminate()
         try:

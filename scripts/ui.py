@@ -1,8 +1,10 @@
 """`make ui`: open a project (default: the demo) in the Dagster UI.
 
 Starts the reference assistant so that runs launched from the UI have a system to talk
-to, points `DAGSTER_HOME` at the instance the CLI uses for the project (so runs started
-with `soev-evals run` show here), and runs `dagster dev -w workspace.yaml`. With
+to, and the viewer of the project's runs (`soev-evals view`, whose run pages each report's
+metadata links to: `$SOEV_VIEW_URL`), points `DAGSTER_HOME` at the instance the CLI uses
+for the project (so runs started with `soev-evals run` show here), and runs
+`dagster dev -w workspace.yaml`. With
 `$SOEV_PROJECTS` set, every listed project is a code location of its own: the workspace
 file that lists them is written into the instance folder.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from reference import port_is_free, reference_assistant
+from reference import port_is_free, reference_assistant, viewer
 
 from soev_pipeline.orchestration.instance import ensure_instance
 from soev_pipeline.orchestration.location import workspace_for
@@ -25,6 +27,7 @@ from soev_pipeline.project.listing import listed_projects
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PORT = 8765
+VIEW_PORT = 8766
 
 
 def main() -> int:
@@ -47,18 +50,28 @@ def main() -> int:
             "SOEV_PROJECT": str(project),
             "DAGSTER_HOME": str(home),
         }
-        print(f"reference assistant at {url}; Dagster instance in {home}", file=sys.stderr)
-        if port != DEMO_PORT:
-            print(
-                f"port {DEMO_PORT} is taken: for soev-evals in another shell, "
-                f"export SOEV_DEMO_URL={url} DAGSTER_HOME={home}",
-                file=sys.stderr,
-            )
-        command = [str(dagster), "dev", "-w", str(workspace), *sys.argv[1:]]
-        try:
-            return subprocess.call(command, env=env, cwd=ROOT)
-        except KeyboardInterrupt:
-            return 0
+        # the viewer of the project's runs: each report's metadata links to its run page
+        with viewer(project, env, VIEW_PORT if port_is_free(VIEW_PORT) else 0) as view:
+            env["SOEV_VIEW_URL"] = view
+            print(f"reference assistant at {url}; viewer at {view}", file=sys.stderr)
+            print(f"Dagster instance in {home}", file=sys.stderr)
+            return _dagster_dev(dagster, workspace, env, url, home, port)
+
+
+def _dagster_dev(
+    dagster: Path, workspace: Path, env: dict[str, str], url: str, home: Path, port: int
+) -> int:
+    if port != DEMO_PORT:
+        print(
+            f"port {DEMO_PORT} is taken: for soev-evals in another shell, "
+            f"export SOEV_DEMO_URL={url} DAGSTER_HOME={home}",
+            file=sys.stderr,
+        )
+    command = [str(dagster), "dev", "-w", str(workspace), *sys.argv[1:]]
+    try:
+        return subprocess.call(command, env=env, cwd=ROOT)
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":
