@@ -1,8 +1,10 @@
-"""Print, write or check `docs/report.schema.json`, the JSON Schema of `report RUN --json`.
+"""Print, write or check the JSON Schemas of the report: `docs/report.schema.json`, of what
+`report RUN --json` prints, and `docs/report-file.schema.json`, of the `report.json` a
+scoring keeps on disk (the same without its case list, which `verdicts.jsonl` holds).
 
 python scripts/report_schema.py            print the schema generated from `Report`
-python scripts/report_schema.py --write    write it to docs/report.schema.json
-python scripts/report_schema.py --check    exit 1 when docs/report.schema.json is stale
+python scripts/report_schema.py --write    write both files
+python scripts/report_schema.py --check    exit 1 when either file is stale
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from soev_pipeline.run import Report
 
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
+FILE_SCHEMA = SCHEMA.with_name("report-file.schema.json")
 
 
 def render() -> str:
@@ -23,22 +26,42 @@ def render() -> str:
     return json.dumps(Report.model_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
-def main(argv: Sequence[str] | None = None, path: Path = SCHEMA) -> int:
+def render_file() -> str:
+    """The schema of a scoring's `report.json`: the report without `cases` (a report.json
+    written before the case list moved out may still hold it)."""
+    schema = Report.model_json_schema()
+    schema["title"] = "ReportFile"
+    schema["description"] = (
+        "The report.json of a scoring: the report of `report RUN --json` without its case "
+        "list, which verdicts.jsonl beside it holds."
+    )
+    schema["required"] = [name for name in schema["required"] if name != "cases"]
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def main(
+    argv: Sequence[str] | None = None, path: Path = SCHEMA, file_path: Path = FILE_SCHEMA
+) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help=f"write {path.name}")
-    action.add_argument("--check", action="store_true", help=f"exit 1 when {path.name} is stale")
+    action.add_argument("--write", action="store_true", help="write both schema files")
+    action.add_argument("--check", action="store_true", help="exit 1 when one is stale")
     args = parser.parse_args(argv)
-    schema = render()
+    schemas = {path: render(), file_path: render_file()}
     if args.write:
-        path.write_text(schema, encoding="utf-8")
+        for target, schema in schemas.items():
+            target.write_text(schema, encoding="utf-8")
     elif args.check:
-        current = path.read_text(encoding="utf-8") if path.exists() else ""
-        if current != schema:
-            print(f"{path} is stale: run python scripts/report_schema.py --write", file=sys.stderr)
-            return 1
+        for target, schema in schemas.items():
+            current = target.read_text(encoding="utf-8") if target.exists() else ""
+            if current != schema:
+                print(
+                    f"{target} is stale: run python scripts/report_schema.py --write",
+                    file=sys.stderr,
+                )
+                return 1
     else:
-        sys.stdout.write(schema)
+        sys.stdout.write(schemas[path])
     return 0
 
 

@@ -99,19 +99,42 @@ def _report(
     return build_report(_manifest(run_id), _graded(flip), scoring=_summary(), previous=previous)
 
 
-def test_the_schema_in_docs_is_current() -> None:
+def test_the_schemas_in_docs_are_current() -> None:
+    script = _schema_script()
     written = (REPO / "docs" / "report.schema.json").read_text(encoding="utf-8")
-    assert written == _schema_script().render(), "run: python scripts/report_schema.py --write"
+    assert written == script.render(), "run: python scripts/report_schema.py --write"
+    on_disk = (REPO / "docs" / "report-file.schema.json").read_text(encoding="utf-8")
+    assert on_disk == script.render_file(), "run: python scripts/report_schema.py --write"
 
 
 def test_the_schema_check_fails_on_a_stale_file(tmp_path: Path) -> None:
     script = _schema_script()
-    path = tmp_path / "report.schema.json"
+    path, file_path = tmp_path / "report.schema.json", tmp_path / "report-file.schema.json"
     path.write_text("{}\n", encoding="utf-8")
-    assert script.main(["--check"], path=path) == 1
-    assert script.main(["--write"], path=path) == 0
-    assert script.main(["--check"], path=path) == 0
+    assert script.main(["--check"], path=path, file_path=file_path) == 1
+    assert script.main(["--write"], path=path, file_path=file_path) == 0
+    assert script.main(["--check"], path=path, file_path=file_path) == 0
     assert json.loads(path.read_text(encoding="utf-8"))["title"] == "Report"
+    assert json.loads(file_path.read_text(encoding="utf-8"))["title"] == "ReportFile"
+
+
+def test_both_files_validate_against_their_published_schemas(tmp_path: Path) -> None:
+    """What `report --json` prints against report.schema.json, and a scoring's report.json
+    against report-file.schema.json: a consumer that validates either file passes."""
+    import jsonschema
+
+    from soev_pipeline.run.report import write_report
+
+    report = _report(previous=attempts_from_graded(_manifest("r1"), _graded(False)))
+    printed = json.loads(json.dumps(report.model_dump(mode="json")))
+    schemas = REPO / "docs"
+    jsonschema.validate(printed, json.loads((schemas / "report.schema.json").read_text()))
+    write_report(tmp_path, report)
+    on_disk = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert "cases" not in on_disk
+    jsonschema.validate(on_disk, json.loads((schemas / "report-file.schema.json").read_text()))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(on_disk, json.loads((schemas / "report.schema.json").read_text()))
 
 
 def test_the_report_json_keeps_the_key_order_of_section_8() -> None:
