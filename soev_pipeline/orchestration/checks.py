@@ -65,11 +65,27 @@ def build_prompts_check(keys: ProjectKeys, current: str) -> dg.AssetChecksDefini
     return graded_with_current_prompts
 
 
+def recorded_suite_digest(instance: dg.DagsterInstance, key: dg.AssetKey, suite: str) -> str | None:
+    """The digest of the latest materialization of the `suites` partition `suite`, or None."""
+    result = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[suite]), limit=1
+    )
+    latest = result.records[0].asset_materialization if result.records else None
+    recorded = latest.metadata.get("digest") if latest is not None else None
+    value = recorded.value if isinstance(recorded, dg.TextMetadataValue) else recorded
+    return value if isinstance(value, str) else None
+
+
 def build_prompts_watch(
-    keys: ProjectKeys, loaded: LoadedProject, check_prompts: "dg.UnresolvedAssetJobDefinition"
+    keys: ProjectKeys,
+    loaded: LoadedProject,
+    check_prompts: "dg.UnresolvedAssetJobDefinition",
+    load_suites: "dg.UnresolvedAssetJobDefinition",
 ) -> dg.SensorDefinition:
     """A sensor that runs `check_prompts` as soon as the prompt files on disk differ from the
-    recorded ones, and its `labels` and `judge_calibration` alone when only the label files do.
+    recorded ones, and its `labels` and `judge_calibration` alone when only the label files do;
+    and `load_suites` for each suite whose recorded digest is not the loaded one (on a new
+    instance: every suite, so that the lineage starts with its inputs recorded).
 
     It hashes the files at every tick rather than trusting the loaded definitions, which
     keep the hashes of when the code location last loaded: so a prompt or rubric edit shows
@@ -79,20 +95,37 @@ def build_prompts_watch(
 
     @dg.sensor(
         name="prompts_watch",
-        job=check_prompts,
+        jobs=[check_prompts, load_suites],
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Records changed judge prompts and rubrics, and checks which runs were "
         "graded with the old ones; calibrates the judge again when they or the labels change.",
     )
-    def prompts_watch(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    def prompts_watch(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        requests = [
+            dg.RunRequest(
+                job_name=load_suites.name,
+                partition_key=suite.name,
+                run_key=f"suite-{suite.name}-{suite.digest()[:16]}",
+            )
+            for suite in loaded.suites
+            if recorded_suite_digest(context.instance, keys.asset("suites"), suite.name)
+            != suite.digest()
+        ]
         current = loaded.prompts_version_on_disk()
         recorded = recorded_prompts_version(context.instance, keys.asset("judge_prompts"))
-        if recorded == current:
+        if recorded != current:
+            requests.append(
+                dg.RunRequest(job_name=check_prompts.name, run_key=f"prompts-{current}")
+            )
+        else:
             labels = labels_request(context.instance, keys, loaded)
             if labels is not None:  # only the labels changed: calibrate again, nothing else
-                return labels
-            return dg.SkipReason(f"the prompts and labels are recorded as they are ({current})")
-        return dg.RunRequest(run_key=f"prompts-{current}")
+                requests.append(labels.with_replaced_attrs(job_name=check_prompts.name))
+        if requests:
+            return dg.SensorResult(run_requests=requests)
+        return dg.SensorResult(
+            skip_reason=f"the suites, prompts and labels are recorded as they are ({current})"
+        )
 
     return prompts_watch

@@ -10,7 +10,7 @@ import dagster as dg
 from .assets import build_assets
 from .calibration import build_calibration_assets
 from .checks import CHECK_PROMPTS_JOB, build_prompts_check, build_prompts_watch
-from .jobs import SYSTEM_TAG, build_jobs, build_nightly_schedule
+from .jobs import LOAD_SUITES, SYSTEM_TAG, build_jobs, build_nightly_schedule
 from .keys import ProjectKeys
 from .requests import build_new_evaluation_job
 from .resources import ProjectResource, RuntimeResource, SoevProject, load_project
@@ -36,7 +36,7 @@ def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) 
         asset_checks=[build_prompts_check(keys, version)],
         jobs=[*jobs.values(), new_evaluation],
         schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],
-        sensors=[build_prompts_watch(keys, loaded, jobs[CHECK_PROMPTS_JOB])],
+        sensors=[build_prompts_watch(keys, loaded, jobs[CHECK_PROMPTS_JOB], jobs[LOAD_SUITES])],
         resources={"project": ProjectResource.of(project), "runtime": RuntimeResource()},
     )
 

@@ -24,7 +24,7 @@ import dagster as dg
 from soev_pipeline.api import Evaluation
 
 from . import metadata
-from .checks import latest_versions, recorded_prompts_version
+from .checks import latest_versions, recorded_prompts_version, recorded_suite_digest
 from .instance import project_instance
 from .keys import ProjectKeys, keys_of
 
@@ -54,7 +54,7 @@ def evaluation_events(
     events: list[Event] = []
     for name in archive.manifest().suites:
         suite = loaded.suite(name)
-        if _recorded_digest(instance, keys.asset("suites"), name) != suite.digest():
+        if recorded_suite_digest(instance, keys.asset("suites"), name) != suite.digest():
             events.append(
                 dg.AssetMaterialization(
                     keys.asset("suites"),
@@ -110,13 +110,3 @@ def record(evaluation: Evaluation, *, keys: ProjectKeys | None = None) -> None:
         keys.add_run(instance, evaluation.archive.run_id)
         for event in evaluation_events(evaluation, instance, keys, launched_by="cli", in_run=False):
             instance.report_runless_asset_event(event)
-
-
-def _recorded_digest(instance: dg.DagsterInstance, key: dg.AssetKey, suite: str) -> str | None:
-    result = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[suite]), limit=1
-    )
-    latest = result.records[0].asset_materialization if result.records else None
-    recorded = latest.metadata.get("digest") if latest is not None else None
-    value = recorded.value if isinstance(recorded, dg.TextMetadataValue) else recorded
-    return value if isinstance(value, str) else None

@@ -117,15 +117,19 @@ def test_a_label_edit_makes_the_calibration_stale_and_the_watch_calibrates_again
     defs = definitions_for(project)
     watch = defs.resolve_sensor_def("prompts_watch")
     with dg.instance_for_test() as instance:
+        repository = defs.get_repository_def()  # within the instance: Dagster reads its state
         assert defs.resolve_job_def("check_prompts").execute_in_process(instance=instance).success
-        with dg.build_sensor_context(instance=instance) as context:
+        for suite in defs.resolve_assets_def("suites").partitions_def.get_partition_keys():  # type: ignore[union-attr]
+            load = defs.resolve_job_def("load_suites")
+            assert load.execute_in_process(instance=instance, partition_key=suite).success
+        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
             assert not watch.evaluate_tick(context).run_requests
         fresh = get_stale_status_resolver(instance, list(defs.assets or []))
         assert fresh.get_status(CALIBRATION) == StaleStatus.FRESH
 
         # the judge now disagrees with a person on the refusal: κ falls below 0.6
         write_labels(project, [(PRIVACY_MESSAGE, True), ("Nee.", True), ("Ja.", False)])
-        with dg.build_sensor_context(instance=instance) as context:
+        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
             (request,) = watch.evaluate_tick(context).run_requests or []
         assert request.run_key is not None and request.run_key.startswith("labels-")
         assert set(request.asset_selection or []) == {LABELS, CALIBRATION}

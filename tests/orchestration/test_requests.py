@@ -103,21 +103,34 @@ def test_evaluate_on_an_archived_partition_resumes_it(
         assert [path.name for path in archive.scorings()] == ["0001", "0002"]
 
 
-def test_the_prompts_watch_notices_an_edit_on_disk_without_a_reload(project_path: Path) -> None:
+def test_the_watch_records_the_suites_and_notices_a_prompt_edit_without_a_reload(
+    project_path: Path,
+) -> None:
     rubric = add_rubric(project_path)
     defs = definitions_for(project_path)
-    with dg.instance_for_test() as instance:
+
+    def tick(instance: dg.DagsterInstance) -> dg.SensorExecutionData:
         watch = defs.resolve_sensor_def("prompts_watch")
-        job = defs.resolve_job_def("check_prompts")
-        with dg.build_sensor_context(instance=instance) as context:
-            assert len(watch.evaluate_tick(context).run_requests or []) == 1
-        assert job.execute_in_process(instance=instance).success
-        with dg.build_sensor_context(instance=instance) as context:
-            tick = watch.evaluate_tick(context)
-            assert not tick.run_requests and tick.skip_message
+        repository = defs.get_repository_def()  # within the instance: Dagster reads its state
+        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
+            return watch.evaluate_tick(context)
+
+    with dg.instance_for_test() as instance:
+        first = tick(instance).run_requests or []
+        # a new instance: each suite and the prompts get recorded (no "not materialized")
+        assert sorted((r.job_name, r.partition_key) for r in first) == [
+            ("check_prompts", None),
+            ("load_suites", "kern"),
+            ("load_suites", "privacy"),
+        ]
+        assert defs.resolve_job_def("check_prompts").execute_in_process(instance=instance).success
+        for suite in ("kern", "privacy"):
+            load = defs.resolve_job_def("load_suites")
+            assert load.execute_in_process(instance=instance, partition_key=suite).success
+        quiet = tick(instance)
+        assert not quiet.run_requests and quiet.skip_message
         rubric.write_text("Is het antwoord helder en volledig?\n", encoding="utf-8")
-        with dg.build_sensor_context(instance=instance) as context:
-            (request,) = watch.evaluate_tick(context).run_requests or []
+        (request,) = tick(instance).run_requests or []
         edited = definitions_for(project_path)  # what the run that the request starts loads
         version = edited.resolve_assets_def("verdicts").code_versions_by_key[
             dg.AssetKey("verdicts")
