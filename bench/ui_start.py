@@ -3,12 +3,11 @@
 Starts the bundled reference assistant and `dagster dev -w workspace.yaml` as `make ui`
 does, on a temporary copy of the demo project with a fresh instance (`ensure_instance`, so
 the instance config soev-pipeline writes: runs launch at once, without a queue), waits
-until the code location, the daemons and the sensor `start_requested_evaluations` are up,
-and then launches runs one at a time through the webserver's GraphQL API, the calls the
-launchpad makes:
+until the code location and the sensor daemon are up, and then launches runs one at a time
+through the webserver's GraphQL API, the calls the launchpad makes:
 
 - request: Jobs → `new_evaluation` → Launch run, the documented way to start a new
-  evaluation; the run adds the run partition and the sensor launches `evaluate` on it;
+  evaluation; the run adds the run partition and evaluates it itself;
 - direct: "Add partition" and Launch run on `evaluate`, with the partition tag.
 
 For every run it reads the run's records in that instance and prints, from the launch
@@ -53,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOAL_S = 2.0
 DEMO = ROOT / "examples" / "demo"
 REPOSITORY = {"repositoryLocationName": "soev-pipeline", "repositoryName": "__repository__"}
-SENSOR = "start_requested_evaluations"
+SENSOR = "prompts_watch"
 PARTITION = "dagster/partition"
 EVENTS = {
     dg.DagsterEventType.RUN_ENQUEUED: "queued",
@@ -188,7 +187,8 @@ class DagsterDev:
 
     def wait_ready(self, timeout: float) -> None:
         """Until the location has loaded, the sensor daemon (and the queue's) is healthy and
-        the request sensor has ticked once (its first tick only sets its cursor)."""
+        the project's watch has ticked once (it records the suites and prompts of a new
+        instance: those runs are done before the measured ones start)."""
 
         def location() -> bool | None:
             if self.process.poll() is not None:
@@ -263,14 +263,20 @@ class Runs:
             reason = failures[-1].message if failures else "no failure event"
             raise SystemExit(f"{job} run {run_id} ended {run.status.value}: {reason}")
 
-    def launched_by_sensor(self, partition: str) -> str:
-        def found() -> str | None:
-            filters = dg.RunsFilter(job_name="evaluate", tags={PARTITION: partition})
-            records = self.instance.get_run_records(filters, limit=1)
-            return records[0].dagster_run.run_id if records else None
+    def settled(self) -> None:
+        """Until no run is queued or running (the watch's first runs, say)."""
 
-        what = f"the sensor {SENSOR} did not launch evaluate on {partition}"
-        return wait_until(what, found, 60, self.log)
+        def idle() -> bool | None:
+            busy = dg.RunsFilter(
+                statuses=[
+                    dg.DagsterRunStatus.QUEUED,
+                    dg.DagsterRunStatus.STARTING,
+                    dg.DagsterRunStatus.STARTED,
+                ]
+            )
+            return not self.instance.get_run_records(busy, limit=1) or None
+
+        wait_until("runs were still going", idle, self.timeout, self.log)
 
     def moments(self, run_id: str, launched: float, prefix: str = "") -> Moments:
         """Seconds from `launched` to each status of the run, from its events."""
@@ -287,23 +293,19 @@ class Runs:
 
 
 def request_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
-    """Launch `new_evaluation` as the launchpad scaffolds it; the sensor starts `evaluate`."""
+    """Launch `new_evaluation` as the launchpad scaffolds it: the run evaluates itself."""
+    runs.settled()
     config = {"run_id": partition, "suites": [], "split": "both", "k": 1, "runtime": None}
     launched = time.time()
-    request = ui.launch("new_evaluation", {"ops": {"request_evaluation": {"config": config}}}, {})
+    request = ui.launch("new_evaluation", {"ops": {"evaluate_new_run": {"config": config}}}, {})
     call = time.time() - launched
     runs.finished(request, "new_evaluation")
-    evaluate = runs.launched_by_sensor(partition)
-    runs.finished(evaluate, "evaluate")
-    return {
-        "launch call": call,
-        **runs.moments(request, launched, "new_evaluation "),
-        **runs.moments(evaluate, launched, "evaluate "),
-    }
+    return {"launch call": call, **runs.moments(request, launched, "new_evaluation ")}
 
 
 def direct_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
     """Add the run partition, then launch `evaluate` on it with the launchpad's config."""
+    runs.settled()
     ui.add_partition(partition)
     config = {
         "ops": {
@@ -342,10 +344,11 @@ def measure(ways: list[str], repeat: int, timeout: float, keep: bool) -> dict[st
                                 ui, runs, f"ui-start-{way}-{number}"
                             )
                             measured[way].append(run)
+                            job = "new_evaluation" if way == "request" else "evaluate"
                             print(
-                                f"{way} {number}/{repeat}: evaluate started after "
-                                f"{run['evaluate started']:.2f} s, finished after "
-                                f"{run['evaluate finished']:.2f} s",
+                                f"{way} {number}/{repeat}: {job} started after "
+                                f"{run[f'{job} started']:.2f} s, finished after "
+                                f"{run[f'{job} finished']:.2f} s",
                                 file=sys.stderr,
                             )
     finally:
@@ -399,14 +402,13 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, one run at a time"
     )
     if "request" in measured:
-        table("request: new_evaluation, then evaluate by the sensor", measured["request"])
+        table("request: new_evaluation, which evaluates itself", measured["request"])
     if "direct" in measured:
         table("direct: evaluate on a partition added in the UI", measured["direct"])
     print(f"\ngoal: a UI-launched run starts within {GOAL_S:g} s (median launch → started)")
     if "request" in measured:
         runs = measured["request"]
         verdict("new_evaluation", statistics.median(r["new_evaluation started"] for r in runs))
-        verdict("  its evaluate", statistics.median(r["evaluate started"] for r in runs))
     if "direct" in measured:
         verdict("evaluate", statistics.median(r["evaluate started"] for r in measured["direct"]))
 
