@@ -42,12 +42,7 @@ def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
             raise SystemExit(f"the reference assistant did not start (it printed {url!r})")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
 
 
 @contextmanager
@@ -68,9 +63,14 @@ def viewer(project: Path, env: dict[str, str], port: int = 0) -> Iterator[str]:
             raise SystemExit(f"the viewer did not start (it printed {line!r})")
         yield url.rstrip("/")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM, then SIGKILL when it has not ended in 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)

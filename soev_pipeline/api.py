@@ -40,7 +40,7 @@ from soev_pipeline.run.service import (
     grade,
     publish,
 )
-from soev_pipeline.runtime import open_runtime
+from soev_pipeline.runtime import RuntimeBindings, open_runtime
 
 __all__ = [
     "Evaluation",
@@ -150,14 +150,9 @@ async def evaluate_run(
                 progress=progress,
             )
             archive = attempted.prepared.archive
-            scoring = await grade(
-                loaded,
-                archive,
-                judge=bindings.judge,
-                language_detector=bindings.language_detector,
-                progress=progress,
+            scoring, report = await _grade_and_aggregate(
+                loaded, archive, bindings, offline=False, progress=progress
             )
-            report = aggregate(archive, scoring.path, progress)
             await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, attempted, scoring, report)
 
@@ -189,16 +184,30 @@ async def rescore_run(
     name = runtime or loaded.project.runtime
     with frozen_heap():
         async with open_runtime(loaded, name, "rescore", paths.state, offline=offline) as bindings:
-            scoring = await grade(
-                loaded,
-                archive,
-                judge=bindings.judge,
-                language_detector=bindings.language_detector,
-                offline=offline,
-                progress=progress,
+            scoring, report = await _grade_and_aggregate(
+                loaded, archive, bindings, offline=offline, progress=progress
             )
-            report = aggregate(archive, scoring.path, progress)
     return Evaluation(loaded, paths, archive, None, scoring, report)
+
+
+async def _grade_and_aggregate(
+    loaded: LoadedProject,
+    archive: RunArchive,
+    bindings: RuntimeBindings,
+    *,
+    offline: bool,
+    progress: Progress | None,
+) -> tuple[Scoring, Report]:
+    """The grade and aggregate steps of a run and of a rescore."""
+    scoring = await grade(
+        loaded,
+        archive,
+        judge=bindings.judge,
+        language_detector=bindings.language_detector,
+        offline=offline,
+        progress=progress,
+    )
+    return scoring, aggregate(archive, scoring.path, progress)
 
 
 def evaluate(

@@ -12,19 +12,10 @@ import pytest
 from soev_pipeline.orchestration.instance import ensure_instance
 from tests.conftest import write_project
 from tests.support.dagster_ui import DagsterUI
-from tests.support.parts import CHROMIUM, need_chromium
+from tests.support.parts import ARGS, CHROMIUM, need_chromium
 from tests.support.thread_api import FakeThreadAPI, Reply
 
 pytestmark = pytest.mark.e2e
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _answer(text: str, history: list[str]) -> Reply:

@@ -11,6 +11,17 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    # a closed network refuses Chromium's own background connections, many at a time
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+"""How the browser tests start Chromium: headless, as root, with no network of its own."""
 
 
 def need(present: bool, what: str) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.chat_completions import FakeChatCompletions
 from tests.support.cli import invoke
-from tests.support.parts import CHROMIUM, need_chromium
+from tests.support.parts import ARGS, CHROMIUM, need_chromium
 from tests.support.project import SECRET, TEST_IDS, legal_answer, write_project
 from tests.support.thread_api import FakeThreadAPI, Reply
 from tests.view.conftest import Viewer
@@ -27,15 +27,6 @@ from tests.view.conftest import Viewer
 pytestmark = pytest.mark.e2e
 
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOSTILE = '<script>document.title="XSS"</script><img src=x onerror="document.title=\'XSS\'">'
 ENVIRONMENT = {"SOEV_API_KEY": "systeem-token", "JUDGE_API_KEY": "judge", "TENANT_ID": "t"}
 
