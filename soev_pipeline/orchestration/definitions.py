@@ -13,7 +13,7 @@ from .checks import CHECK_PROMPTS_JOB, build_prompts_check, build_prompts_watch
 from .jobs import LOAD_SUITES, SYSTEM_TAG, build_jobs, build_nightly_schedule
 from .keys import ProjectKeys
 from .requests import build_new_evaluation_job
-from .resources import ProjectResource, RuntimeResource, SoevProject, load_project
+from .resources import ArchiveOnly, ProjectResource, RuntimeResource, SoevProject, load_project
 
 
 def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) -> dg.Definitions:
@@ -37,7 +37,11 @@ def build_definitions(project: SoevProject, *, nightly_cron: str | None = None) 
         jobs=[*jobs.values(), new_evaluation],
         schedules=[build_nightly_schedule(new_evaluation, nightly_cron)],
         sensors=[build_prompts_watch(keys, loaded, jobs[CHECK_PROMPTS_JOB], jobs[LOAD_SUITES])],
-        resources={"project": ProjectResource.of(project), "runtime": RuntimeResource()},
+        resources={
+            "project": ProjectResource.of(project),
+            "runtime": RuntimeResource(),
+            "io_manager": ArchiveOnly(),
+        },
     )
 
 

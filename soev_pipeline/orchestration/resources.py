@@ -103,3 +103,19 @@ class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if self._session is None:
             self._session = RuntimeSession()
         return self._session
+
+
+class ArchiveOnly(dg.ConfigurableIOManager):  # type: ignore[misc]
+    """Stores nothing: every step writes to the run archive and reads from it.
+
+    Bound as `io_manager` so that no job falls back to Dagster's pickling default: the
+    assets return their metadata only, and an output that is not empty is a bug, refused
+    here rather than pickled beside the instance.
+    """
+
+    def handle_output(self, context: dg.OutputContext, obj: object) -> None:
+        if obj is not None:
+            raise TypeError(f"{context.step_key} returned a value; the run archive holds outputs")
+
+    def load_input(self, context: dg.InputContext) -> object:
+        raise TypeError(f"{context.step_key} asked for an input; read it from the run archive")
