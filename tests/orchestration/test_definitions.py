@@ -17,6 +17,7 @@ from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from soev_pipeline.orchestration import definitions_for as build_definitions
+from soev_pipeline.orchestration.resources import ArchiveOnly
 from soev_pipeline.run import RunArchive, read_report
 from tests.conftest import SECRET
 from tests.support.thread_api import FakeThreadAPI
@@ -84,6 +85,28 @@ def test_definitions_load(project_path: Path) -> None:
     assert suites.partitions_def is not None
     assert suites.partitions_def.get_partition_keys() == ["kern", "privacy"]
     dg.Definitions.validate_loadable(defs)
+
+
+def test_no_job_pickles_an_output(project_path: Path) -> None:
+    """Every job binds the archive-only IO manager: nothing falls back to Dagster's pickling
+    default, and a step that returned a value would fail rather than be stored."""
+    defs = build_definitions(project_path)
+    for name in ("evaluate", "rescore", "load_suites", "check_prompts", "new_evaluation"):
+        job = defs.resolve_job_def(name)
+        description = job.resource_defs["io_manager"].description or ""
+        assert description.startswith("Stores nothing"), name
+
+    @dg.op
+    def returns_a_value() -> int:
+        return 1
+
+    @dg.job(resource_defs={"io_manager": ArchiveOnly()})
+    def leaks() -> None:
+        returns_a_value()
+
+    result = leaks.execute_in_process(raise_on_error=False)
+    assert not result.success
+    assert "returned a value" in str(result.all_events)
 
 
 def test_top_level_definitions_file(project_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,12 +208,12 @@ def test_the_nightly_schedule_asks_for_a_named_run_at_its_cron(project_path: Pat
     with dg.instance_for_test() as instance:
         schedule = defs.resolve_schedule_def("nightly")
         assert schedule.cron_schedule == "30 3 * * *"
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=datetime(2026, 11, 30, 3, 30, tzinfo=UTC),
             repository_def=defs.get_repository_def(),
-        )
-        request = schedule.evaluate_tick(context).run_requests
+        ) as context:  # outside a with, the context leaves an instance current for later tests
+            request = schedule.evaluate_tick(context).run_requests
         assert request is not None and len(request) == 1
         assert request[0].run_key == "nightly-20261130t033000z"
 

@@ -76,10 +76,10 @@ def test_previewing_the_nightly_tick_adds_no_partition(project_path: Path) -> No
     defs = definitions_for(project_path)
     with dg.instance_for_test() as instance:
         schedule = defs.resolve_schedule_def("nightly")
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance, scheduled_execution_time=datetime(2026, 12, 1, 2, tzinfo=UTC)
-        )
-        request = schedule.evaluate_tick(context).run_requests[0]  # type: ignore[index]
+        ) as context:
+            request = schedule.evaluate_tick(context).run_requests[0]  # type: ignore[index]
         assert instance.get_dynamic_partitions("runs") == []
         assert request.run_config["ops"][EVALUATE_OP]["config"] == {
             "run_id": "nightly-20261201t020000z"
