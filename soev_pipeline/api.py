@@ -22,7 +22,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
@@ -75,6 +75,10 @@ class Evaluation:
     attempted: AttemptedRun | None
     scoring: Scoring
     report: Report
+
+    def __repr__(self) -> str:
+        # the fields hold the whole project and report: hundreds of megabytes as text
+        return f"Evaluation(run={self.archive.run_id!r}, scoring={self.scoring.path.name!r})"
 
 
 def open_project(
@@ -273,13 +277,13 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(work)
+        return asyncio.run(_boxed(work)).value
     outcome: list[T] = []
     failure: list[BaseException] = []
 
     def target() -> None:
         try:
-            outcome.append(asyncio.run(work))
+            outcome.append(asyncio.run(_boxed(work)).value)
         except BaseException as exc:
             failure.append(exc)
 
@@ -289,3 +293,24 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+class _Box(Generic[T]):
+    """The result of `asyncio.run`'s task, with a repr that does not show it.
+
+    On its way out, `asyncio.run` asks `signal.getsignal`, which formats its own SIGINT
+    handler, a partial holding the task, whose repr shows the task's result: for a result
+    that holds a loaded project, hundreds of megabytes of text, made and dropped twice.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<result>"
+
+
+async def _boxed(work: Coroutine[Any, Any, T]) -> _Box[T]:
+    return _Box(await work)

@@ -105,7 +105,7 @@ class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return self._session
 
 
-class ArchiveOnly(dg.ConfigurableIOManager):  # type: ignore[misc]
+class ArchiveOnly(dg.ConfigurableIOManager):
     """Stores nothing: every step writes to the run archive and reads from it.
 
     Bound as `io_manager` so that no job falls back to Dagster's pickling default: the
@@ -118,4 +118,4 @@ class ArchiveOnly(dg.ConfigurableIOManager):  # type: ignore[misc]
             raise TypeError(f"{context.step_key} returned a value; the run archive holds outputs")
 
     def load_input(self, context: dg.InputContext) -> object:
-        raise TypeError(f"{context.step_key} asked for an input; read it from the run archive")
+        raise TypeError(f"{context.name} was asked for; inputs are read from the run archive")

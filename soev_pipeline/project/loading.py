@@ -84,6 +84,11 @@ class LoadedProject:
                 return suite
         raise KeyError(name)
 
+    def __repr__(self) -> str:
+        # the fields hold every case and the corpus: far too much for a log line
+        names = [suite.name for suite in self.suites]
+        return f"LoadedProject(path={str(self.path)!r}, suites={names!r})"
+
     def cases(self) -> Iterator[Case]:
         for suite in self.suites:
             yield from suite.cases
