@@ -40,7 +40,6 @@ import asyncio
 import hashlib
 import json
 import os
-import random
 import resource
 import shutil
 import statistics
@@ -53,8 +52,6 @@ from collections import Counter, defaultdict
 from itertools import islice
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 PARAMS: dict[str, dict[str, Any]] = {
     "reply.language": {"language": "nl", "min_share": 0.5},
@@ -113,55 +110,18 @@ def _criteria() -> list[dict[str, Any]]:
 
 def make(folder: Path, units: int, attempts: int, seed: int) -> None:
     """Write the project and the run archive of one corpus size into `folder`."""
-    from synthetic import MESSAGES, make_attempts, make_cases, make_corpus
+    from synthetic import write_project_with_run
 
-    from soev_pipeline.project import load
-    from soev_pipeline.run import RunArchive, build_manifest
-
-    corpus = make_corpus(seed, units)
-    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
-        for unit in corpus:
-            record = {
-                "id": unit.id,
-                "text": unit.text,
-                "law": unit.law,
-                "aliases": list(unit.aliases),
-                "article": unit.article,
-            }
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    cases = make_cases(random.Random(seed + 2), corpus, max(1, min(1000, attempts // 4)))
-    suite = {
-        "suite": "bench",
-        "criteria": _criteria(),
-        "cases": [case.model_dump(mode="json", exclude={"suite"}) for case in cases],
-    }
-    (folder / "suites").mkdir()
-    with (folder / "suites" / "bench.yaml").open("w", encoding="utf-8") as out:
-        yaml.safe_dump(suite, out, allow_unicode=True, sort_keys=False)
-    project = {
-        "name": "bench",
-        "system": {"base_url": "http://127.0.0.1:9/", "agent": "bench"},
-        "suites": [{"name": "bench", "files": "suites/*.yaml"}],
-        "messages": MESSAGES,
-        "corpus": "corpus.jsonl",
-    }
-    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
-    loaded = load(folder / "project.yaml")
-    made = make_attempts(seed, corpus, list(loaded.cases()), attempts)
-    manifest = build_manifest(
+    cases = max(1, min(1000, attempts // 4))
+    write_project_with_run(
+        folder,
+        seed=seed,
+        units=units,
+        cases=cases,
+        attempts=attempts,
+        criteria=_criteria(),
         run_id=RUN_ID,
-        project="bench",
-        suites=["bench"],
-        split=None,
-        k=max(evidence.attempt for _, evidence in made) + 1,
-        cases=list(loaded.cases()),
-        shas=loaded.prompt_shas,
     )
-    archive = RunArchive(folder / "runs", RUN_ID)
-    archive.create(manifest)
-    with archive.evidence_writer() as writer:
-        for _, evidence in made:
-            writer.append(evidence)
 
 
 def _warm(loaded: Any) -> None:

@@ -9,10 +9,13 @@ report usage; a few attempts failed. The same seed gives the same data.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage, VariantEvidence
 from soev_pipeline.corpus import CorpusUnit
@@ -243,3 +246,68 @@ def make_attempts(
             )
         )
     return attempts
+
+
+def write_project_with_run(
+    folder: Path,
+    *,
+    seed: int,
+    units: int,
+    cases: int,
+    attempts: int,
+    criteria: list[dict[str, Any]],
+    run_id: str,
+) -> None:
+    """Write into `folder` a generated project (corpus.jsonl, one suite `bench` of `cases`
+    cases sharing `criteria`, project.yaml) and the archive of one run of `attempts`
+    attempts, ungraded."""
+    import yaml
+
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive, build_manifest
+
+    corpus = make_corpus(seed, units)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
+        for unit in corpus:
+            record = {
+                "id": unit.id,
+                "text": unit.text,
+                "law": unit.law,
+                "aliases": list(unit.aliases),
+                "article": unit.article,
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    made = make_cases(random.Random(seed + 2), corpus, cases)
+    suite = {
+        "suite": "bench",
+        "criteria": criteria,
+        "cases": [case.model_dump(mode="json", exclude={"suite"}) for case in made],
+    }
+    (folder / "suites").mkdir()
+    with (folder / "suites" / "bench.yaml").open("w", encoding="utf-8") as out:
+        yaml.safe_dump(suite, out, allow_unicode=True, sort_keys=False)
+    project = {
+        "name": "bench",
+        "system": {"base_url": "http://127.0.0.1:9/", "agent": "bench"},
+        "suites": [{"name": "bench", "files": "suites/*.yaml"}],
+        "messages": MESSAGES,
+        "corpus": "corpus.jsonl",
+    }
+    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
+    loaded = load(folder / "project.yaml")
+    made_attempts = make_attempts(seed, corpus, list(loaded.cases()), attempts)
+    manifest = build_manifest(
+        run_id=run_id,
+        project="bench",
+        suites=["bench"],
+        split=None,
+        k=max(evidence.attempt for _, evidence in made_attempts) + 1,
+        cases=list(loaded.cases()),
+        shas=loaded.prompt_shas,
+    )
+    archive = RunArchive(folder / "runs", run_id)
+    archive.create(manifest)
+    with archive.evidence_writer() as writer:
+        for _, evidence in made_attempts:
+            writer.append(evidence)

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,57 +50,18 @@ RUN_ID = "bench"
 def make(folder: Path, *, units: int, cases: int, attempts: int, seed: int) -> None:
     """A project with one graded run of `attempts` attempts over `cases` cases."""
     from grade import _criteria, rescore
-    from synthetic import MESSAGES, make_attempts, make_cases, make_corpus
+    from synthetic import write_project_with_run
 
-    from soev_pipeline.project import load
-    from soev_pipeline.run import RunArchive, build_manifest
-
-    corpus = make_corpus(seed, units)
     folder.mkdir(parents=True)
-    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
-        for unit in corpus:
-            record = {
-                "id": unit.id,
-                "text": unit.text,
-                "law": unit.law,
-                "aliases": list(unit.aliases),
-                "article": unit.article,
-            }
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    made = make_cases(random.Random(seed + 2), corpus, cases)
-    suite = {
-        "suite": "bench",
-        "criteria": _criteria(),
-        "cases": [case.model_dump(mode="json", exclude={"suite"}) for case in made],
-    }
-    (folder / "suites").mkdir()
-    (folder / "suites" / "bench.yaml").write_text(
-        yaml.safe_dump(suite, allow_unicode=True, sort_keys=False), encoding="utf-8"
-    )
-    project = {
-        "name": "bench",
-        "system": {"base_url": "http://127.0.0.1:9/", "agent": "bench"},
-        "suites": [{"name": "bench", "files": "suites/*.yaml"}],
-        "messages": MESSAGES,
-        "corpus": "corpus.jsonl",
-    }
-    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
-    loaded = load(folder / "project.yaml")
-    evidence = make_attempts(seed, corpus, list(loaded.cases()), attempts)
-    manifest = build_manifest(
+    write_project_with_run(
+        folder,
+        seed=seed,
+        units=units,
+        cases=cases,
+        attempts=attempts,
+        criteria=_criteria(),
         run_id=RUN_ID,
-        project="bench",
-        suites=["bench"],
-        split=None,
-        k=max(item.attempt for _, item in evidence) + 1,
-        cases=list(loaded.cases()),
-        shas=loaded.prompt_shas,
     )
-    archive = RunArchive(folder / "runs", RUN_ID)
-    archive.create(manifest)
-    with archive.evidence_writer() as writer:
-        for _, item in evidence:
-            writer.append(item)
     rescore(folder)
 
 
