@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.project import files
 from soev_pipeline.project.files import MAX_YAML_VALUES, YAMLFileError, inside, load_yaml, read_text
 
 
@@ -41,8 +42,22 @@ def test_an_alias_bomb_is_refused_fast_and_small(tmp_path: Path) -> None:
     assert raised.value.problem_mark is not None
 
 
-def test_a_file_too_big_to_load_says_so_and_not_that_it_has_aliases(tmp_path: Path) -> None:
-    path = _write(tmp_path, "cases: [" + ", ".join(["1"] * (MAX_YAML_VALUES + 1)) + "]\n")
+def test_a_file_too_big_to_load_says_so_and_not_that_it_has_aliases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = 10_000  # a hundredth of MAX_YAML_VALUES: the same check, a hundredth of the parsing
+    monkeypatch.setattr(files, "MAX_YAML_VALUES", limit)
+    path = _write(tmp_path, "cases: [" + ", ".join(["1"] * (limit + 1)) + "]\n")
+    with pytest.raises(YAMLFileError) as raised:
+        load_yaml(path)
+    assert f"the file holds more than {limit:,} values" in str(raised.value.problem)
+    assert "alias" not in str(raised.value.problem)
+
+
+@pytest.mark.e2e
+def test_a_suite_of_200_000_cases_is_refused_for_its_size(tmp_path: Path) -> None:
+    lines = [f"- {{id: c{n}, input: Wat is de termijn?, split: dev}}" for n in range(200_000)]
+    path = _write(tmp_path, "\n".join(["cases:", *lines]) + "\n")
     with pytest.raises(YAMLFileError) as raised:
         load_yaml(path)
     assert f"the file holds more than {MAX_YAML_VALUES:,} values" in str(raised.value.problem)
