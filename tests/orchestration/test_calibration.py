@@ -20,6 +20,8 @@ from tests.support.chat_completions import FakeChatCompletions, labels_of, verdi
 from tests.support.project import PRIVACY_MESSAGE, edit_yaml, write_project
 from tests.support.server import Response
 
+pytestmark = pytest.mark.usefixtures("no_instance_left_current")
+
 LABELS = dg.AssetKey("labels")
 CALIBRATION = dg.AssetKey("judge_calibration")
 PROMPTS = dg.AssetKey("judge_prompts")

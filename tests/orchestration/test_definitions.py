@@ -22,6 +22,8 @@ from soev_pipeline.run import RunArchive, read_report
 from tests.conftest import SECRET
 from tests.support.thread_api import FakeThreadAPI
 
+pytestmark = pytest.mark.usefixtures("no_instance_left_current")
+
 REPO = Path(__file__).resolve().parents[2]
 
 

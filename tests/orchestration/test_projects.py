@@ -19,6 +19,8 @@ from soev_pipeline.project.listing import read_projects
 from tests.conftest import write_project
 from tests.support.thread_api import FakeThreadAPI
 
+pytestmark = pytest.mark.usefixtures("no_instance_left_current")
+
 ASSETS = {
     "suites",
     "judge_prompts",

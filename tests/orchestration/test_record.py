@@ -15,7 +15,7 @@ from tests.orchestration.test_definitions import add_rubric
 from tests.support.cli import invoke
 from tests.support.thread_api import FakeThreadAPI
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_instance_left_current")]
 COMPARED = {"previous_run", "delta/overall", "p_value/overall", "regressions", "improvements"}
 
 

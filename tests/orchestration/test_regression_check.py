@@ -11,7 +11,7 @@ from soev_pipeline.orchestration import definitions_for
 from tests.support.project import dump
 from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_instance_left_current")]
 
 
 def _project(root: Path, url: str) -> Path:

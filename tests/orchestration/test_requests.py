@@ -15,6 +15,8 @@ from soev_pipeline.run import RunArchive
 from tests.orchestration.test_definitions import add_rubric
 from tests.support.thread_api import FakeThreadAPI
 
+pytestmark = pytest.mark.usefixtures("no_instance_left_current")
+
 
 def _request(defs: dg.Definitions, instance: dg.DagsterInstance, **config: object):  # type: ignore[no-untyped-def]
     return defs.resolve_job_def("new_evaluation").execute_in_process(

@@ -20,7 +20,7 @@ from tests.conftest import write_project
 from tests.support.dagster_ui import DagsterUI
 from tests.support.thread_api import FakeThreadAPI, Reply
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_instance_left_current")]
 
 
 class Held:
