@@ -70,6 +70,13 @@ def _httpx_errors(request: httpx.Request) -> Iterator[None]:
         raise  # pragma: no cover - the last pair matches every ClientError
 
 
+@functools.cache
+def default_tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's authorities, or SSL_CERT_FILE's), made once a
+    process: reading the certificates takes 20 to 40 ms, and every client opens a session."""
+    return httpx.create_ssl_context()
+
+
 class _ResponseStream(httpx.AsyncByteStream):
     """The body of an aiohttp response, chunk by chunk as it arrives."""
 
@@ -119,11 +126,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def _open(self) -> aiohttp.ClientSession:
         import aiohttp
 
-        context = (
-            self._verify
-            if isinstance(self._verify, ssl.SSLContext)
-            else httpx.create_ssl_context(verify=self._verify)
-        )
+        if isinstance(self._verify, ssl.SSLContext):
+            context = self._verify
+        elif self._verify:
+            context = default_tls_context()
+        else:
+            context = httpx.create_ssl_context(verify=False)
         connector = aiohttp.TCPConnector(
             limit=self._limits.max_connections or 0,
             limit_per_host=0,

@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 import socket
+import ssl
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from soev_pipeline.core.transport import MAX_HEADER_BYTES, AiohttpTransport
+from soev_pipeline.core.transport import MAX_HEADER_BYTES, AiohttpTransport, default_tls_context
 
 pytestmark = pytest.mark.anyio
 
@@ -452,3 +453,9 @@ async def test_closing_the_client_closes_the_session(caplog: pytest.LogCaptureFi
 
         assert (await fresh_request(server)).content == b"ok"
         assert server.connections == 2
+
+
+def test_the_default_tls_context_is_made_once_and_checks_certificates() -> None:
+    context = default_tls_context()
+    assert default_tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
