@@ -32,7 +32,7 @@ from soev_pipeline.calibration import (
 from soev_pipeline.project import LoadedProject
 
 from .keys import ProjectKeys
-from .metadata import CheckOutcome, rounded
+from .metadata import CheckOutcome, recorded_text, rounded
 from .resources import ProjectResource, RuntimeResource
 from .steps import one_line_errors
 
@@ -78,24 +78,13 @@ def read_labels(project: ProjectResource) -> dg.MaterializeResult[None]:
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(version))
 
 
-def recorded_labels_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
-    """The labels version of the latest `labels` materialization, or None."""
-    result = instance.fetch_materializations(key, limit=1)
-    if not result.records:
-        return None
-    materialization = result.records[0].asset_materialization
-    value = materialization.metadata.get("labels_version") if materialization else None
-    recorded = value.value if isinstance(value, dg.TextMetadataValue) else value
-    return recorded if isinstance(recorded, str) else None
-
-
 def labels_request(
     instance: dg.DagsterInstance, keys: ProjectKeys, loaded: LoadedProject
 ) -> dg.RunRequest | None:
     """A run of `labels` and `judge_calibration` when the label files on disk differ from
     the recorded ones (hashed at every call, as the prompts are); else None."""
     current = labels_version(loaded.directory, loaded.project.labels)
-    if recorded_labels_version(instance, keys.asset("labels")) == current:
+    if recorded_text(instance, keys.asset("labels"), "labels_version") == current:
         return None
     return dg.RunRequest(
         run_key=f"labels-{current}",

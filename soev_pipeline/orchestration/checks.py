@@ -35,17 +35,6 @@ def latest_versions(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str,
         cursor = result.cursor
 
 
-def recorded_prompts_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
-    """The prompts version of the latest `judge_prompts` materialization, or None."""
-    result = instance.fetch_materializations(key, limit=1)
-    if not result.records:
-        return None
-    materialization = result.records[0].asset_materialization
-    value = materialization.metadata.get("prompts_version") if materialization else None
-    recorded = value.value if isinstance(value, dg.TextMetadataValue) else value
-    return recorded if isinstance(recorded, str) else None
-
-
 def build_prompts_check(keys: ProjectKeys, current: str) -> dg.AssetChecksDefinition:
     """A check on `verdicts` that lists the run partitions graded with outdated prompts."""
 
@@ -63,17 +52,6 @@ def build_prompts_check(keys: ProjectKeys, current: str) -> dg.AssetChecksDefini
         return metadata.prompts_check(current, versions).result()
 
     return graded_with_current_prompts
-
-
-def recorded_suite_digest(instance: dg.DagsterInstance, key: dg.AssetKey, suite: str) -> str | None:
-    """The digest of the latest materialization of the `suites` partition `suite`, or None."""
-    result = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[suite]), limit=1
-    )
-    latest = result.records[0].asset_materialization if result.records else None
-    recorded = latest.metadata.get("digest") if latest is not None else None
-    value = recorded.value if isinstance(recorded, dg.TextMetadataValue) else recorded
-    return value if isinstance(value, str) else None
 
 
 def build_prompts_watch(
@@ -109,11 +87,11 @@ def build_prompts_watch(
                 run_key=f"suite-{suite.name}-{suite.digest()[:16]}",
             )
             for suite in loaded.suites
-            if recorded_suite_digest(context.instance, keys.asset("suites"), suite.name)
+            if metadata.recorded_suite_digest(context.instance, keys.asset("suites"), suite.name)
             != suite.digest()
         ]
         current = loaded.prompts_version_on_disk()
-        recorded = recorded_prompts_version(context.instance, keys.asset("judge_prompts"))
+        recorded = metadata.recorded_prompts_version(context.instance, keys.asset("judge_prompts"))
         if recorded != current:
             requests.append(
                 dg.RunRequest(job_name=check_prompts.name, run_key=f"prompts-{current}")

@@ -299,3 +299,28 @@ def prompts_check(current: str, versions: Mapping[str, str | None]) -> CheckOutc
             "outdated": dg.MetadataValue.md("\n".join(f"- `{run}`" for run in outdated) or "none"),
         },
     )
+
+
+def recorded_text(
+    instance: dg.DagsterInstance, key: dg.AssetKey, name: str, *, partition: str | None = None
+) -> str | None:
+    """The text metadata `name` of the latest materialization of the asset `key` (of its
+    partition `partition`), or None when there is none or it is not text."""
+    records = dg.AssetRecordsFilter(
+        asset_key=key, asset_partitions=None if partition is None else [partition]
+    )
+    result = instance.fetch_materializations(records, limit=1)
+    latest = result.records[0].asset_materialization if result.records else None
+    recorded = latest.metadata.get(name) if latest is not None else None
+    value = recorded.value if isinstance(recorded, dg.TextMetadataValue) else recorded
+    return value if isinstance(value, str) else None
+
+
+def recorded_suite_digest(instance: dg.DagsterInstance, key: dg.AssetKey, suite: str) -> str | None:
+    """The digest (see `suite`) of the latest materialization of the `suites` partition `suite`."""
+    return recorded_text(instance, key, "digest", partition=suite)
+
+
+def recorded_prompts_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """The prompts version (see `prompts`) of the latest `judge_prompts` materialization."""
+    return recorded_text(instance, key, "prompts_version")

@@ -24,7 +24,7 @@ import dagster as dg
 from soev_pipeline.api import Evaluation
 
 from . import metadata
-from .checks import latest_versions, recorded_prompts_version, recorded_suite_digest
+from .checks import latest_versions
 from .instance import project_instance
 from .keys import ProjectKeys, keys_of
 
@@ -54,7 +54,7 @@ def evaluation_events(
     events: list[Event] = []
     for name in archive.manifest().suites:
         suite = loaded.suite(name)
-        if recorded_suite_digest(instance, keys.asset("suites"), name) != suite.digest():
+        if metadata.recorded_suite_digest(instance, keys.asset("suites"), name) != suite.digest():
             events.append(
                 dg.AssetMaterialization(
                     keys.asset("suites"),
@@ -63,7 +63,7 @@ def evaluation_events(
                     tags=tags,
                 )
             )
-    if recorded_prompts_version(instance, keys.asset("judge_prompts")) != version:
+    if metadata.recorded_prompts_version(instance, keys.asset("judge_prompts")) != version:
         events.append(
             dg.AssetMaterialization(
                 keys.asset("judge_prompts"), metadata=metadata.prompts(loaded), tags=tags
