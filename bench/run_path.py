@@ -40,21 +40,22 @@ from throughput import (  # the sibling script, found through sys.path above
 def execute(project_file: str, run_id: str) -> None:
     """The other way: execute the `evaluate` job in this process, then print the report."""
     from soev_pipeline.cli.render import render_report
-    from soev_pipeline.orchestration.definitions import build_definitions
+    from soev_pipeline.orchestration.definitions import definitions_for
     from soev_pipeline.orchestration.instance import project_instance
-    from soev_pipeline.orchestration.resources import load_project
+    from soev_pipeline.orchestration.keys import add_run
+    from soev_pipeline.project import ProjectPaths
     from soev_pipeline.run.archive import RunArchive
     from soev_pipeline.run.report import read_report
 
-    project = load_project(project_file)
-    defs = build_definitions(project)
+    paths = ProjectPaths.of(project_file)
+    defs = definitions_for(project_file)
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    with project_instance(project.paths) as instance:
-        project.keys.add_run(instance, run_id)
+    with project_instance(paths) as instance:
+        add_run(instance, run_id)
         job = defs.resolve_job_def("evaluate")
         result = job.execute_in_process(instance=instance, partition_key=run_id, run_config=quiet)
         assert result.success
-    sys.stdout.write(render_report(read_report(RunArchive(project.paths.runs, run_id))))
+    sys.stdout.write(render_report(read_report(RunArchive(paths.runs, run_id))))
     sys.stdout.flush()
     os._exit(0)
 

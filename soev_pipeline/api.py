@@ -1,35 +1,41 @@
-"""The Python entry points: `evaluate()` and `rescore()`, the one path of a run.
+"""The Python entry points and the one composition of a run: `execute()`.
 
-A run is attempted, graded and aggregated here, in that order, by the step functions of
-`soev_pipeline.run.service`, each of which takes the run's lock itself; the CLI calls these
-functions, and the Dagster assets call the same steps one at a time. The runtime provider
-is opened once around the whole run, so its clients stay open across the steps.
+Every front end runs a run through `execute`: `soev-evals run` and `rescore`, the Python
+API below (`evaluate`, `rescore`), and every Dagster job, backfill and schedule (their
+assets call it with the steps their selection names). So every front end takes the same
+steps in the same order, writes the same artifacts (the scoring's report.json and
+report.html), publishes a new run's report by the same rule, and runs its event loop the
+same way (`run_sync`).
 
     from soev_pipeline import evaluate
 
     report = evaluate("examples/demo/project.yaml", k=3, suites=["kern"])
     print(report.overall.pass_rate, report.overall.ci95)
 
-Nothing here records the run in Dagster: the CLI does that afterwards (a run started with
-`soev-evals run` shows in the UI); a notebook gets the report and the archive.
+Nothing here records the run in Dagster: the CLI and the Dagster layer do that with what
+`execute` returns (a run started with `soev-evals run` shows in the UI); a notebook gets
+the report and the archive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from collections.abc import Coroutine, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.heap import frozen_heap
 from soev_pipeline.run.pool import workers_setting
-from soev_pipeline.run.progress import Progress
+from soev_pipeline.run.progress import Progress, Step
 from soev_pipeline.run.results import Report
 from soev_pipeline.run.service import (
     AttemptedRun,
@@ -38,14 +44,18 @@ from soev_pipeline.run.service import (
     aggregate,
     attempt,
     grade,
+    latest_scoring,
     publish,
 )
-from soev_pipeline.runtime import RuntimeBindings, open_runtime
+from soev_pipeline.runtime import Operation, RuntimeBindings, open_runtime
+from soev_pipeline.view import HTML_REPORT, write_html_report
 
 __all__ = [
+    "STEPS",
     "Evaluation",
     "evaluate",
     "evaluate_run",
+    "execute",
     "open_project",
     "rescore",
     "rescore_run",
@@ -55,30 +65,46 @@ __all__ = [
 T = TypeVar("T")
 ProjectLike = str | os.PathLike[str] | LoadedProject
 
+STEPS: tuple[Step, ...] = ("attempt", "grade", "aggregate")
+"""The steps of a run, in their order. A run executes a contiguous part of them."""
+
+CANCEL_GRACE_S = 30.0
+"""How long an interrupted `run_sync` waits for its work to finish cancelling."""
+
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A finished run or rescore: its project, its archive and what each step gave.
+    """What `execute` did: the project, the archive and what each step it ran gave.
 
     Attributes:
         loaded: the project as it was loaded for the run.
         paths: where the project keeps its runs and state.
         archive: the run's folder.
-        attempted: the attempt step's result; None for a rescore.
-        scoring: the scoring the grade step wrote.
-        report: the report of that scoring, dev cases included.
+        steps: the steps that ran, in order.
+        attempted: the attempt step's result; None when it did not run.
+        scoring: the scoring the grade step wrote, or that the aggregate step reported.
+        report: the report of that scoring, dev cases included; None without aggregate.
     """
 
     loaded: LoadedProject
     paths: ProjectPaths
     archive: RunArchive
+    steps: tuple[Step, ...]
     attempted: AttemptedRun | None
-    scoring: Scoring
-    report: Report
+    scoring: Scoring | None
+    report: Report | None
+
+    @property
+    def html_report(self) -> Path | None:
+        """The self-contained HTML report the aggregate step wrote beside report.json."""
+        if self.scoring is None or self.report is None:
+            return None
+        return self.scoring.path / HTML_REPORT
 
     def __repr__(self) -> str:
         # the fields hold the whole project and report: hundreds of megabytes as text
-        return f"Evaluation(run={self.archive.run_id!r}, scoring={self.scoring.path.name!r})"
+        scoring = None if self.scoring is None else self.scoring.path.name
+        return f"Evaluation(run={self.archive.run_id!r}, steps={self.steps}, scoring={scoring!r})"
 
 
 def open_project(
@@ -95,6 +121,125 @@ def open_project(
     return load(paths.project_file, suite_cache=paths.suite_cache), paths
 
 
+def check_steps(steps: Sequence[Step]) -> tuple[Step, ...]:
+    """`steps` in the order of `STEPS`, refused unless they are a contiguous part of it.
+
+    Raises:
+        ValueError: a step is unknown, or the steps skip one (attempt and aggregate
+            without grade, say).
+    """
+    unknown = [step for step in steps if step not in STEPS]
+    if unknown or not steps:
+        raise ValueError(f"steps must be a contiguous part of {STEPS}, not {tuple(steps)}")
+    first, last = STEPS.index(min(steps, key=STEPS.index)), STEPS.index(max(steps, key=STEPS.index))
+    ordered = STEPS[first : last + 1]
+    if set(ordered) != set(steps):
+        raise ValueError(f"steps must be a contiguous part of {STEPS}, not {tuple(steps)}")
+    return ordered
+
+
+async def execute(
+    project: ProjectLike,
+    run_id: str | None = None,
+    *,
+    steps: Sequence[Step] = STEPS,
+    selection: RunSelection | None = None,
+    resume: bool | None = False,
+    runtime: str | None = None,
+    runs_dir: str | Path | None = None,
+    offline: bool = False,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Run `steps` of run `run_id`: the one composition of every front end.
+
+    - `attempt` creates the run (or reopens it to resume) and archives every attempt;
+    - `grade` grades the archived evidence with the current criteria and prompts into a
+      new scoring;
+    - `aggregate` reports a scoring (the new one, else the run's latest): report.json and
+      the self-contained report.html beside it; when `attempt` ran too, the report then
+      goes to the runtime's tracker (a new run is published, a rescore is not).
+
+    The runtime provider is opened once around the steps that need it (`attempt` its arm,
+    `grade` its judge, a publishing `aggregate` its tracker), so its clients stay open
+    across them; `offline` opens none, and the judge answers from the judge cache alone.
+
+    Args:
+        project: the path of project.yaml, or a `LoadedProject`.
+        run_id: the run (`[a-z0-9][a-z0-9._-]*`); None makes a new UTC timestamp id, which
+            only `attempt` may do.
+        steps: a contiguous part of `STEPS`.
+        selection: suites, split and k of a new run (ignored when it resumes).
+        resume: for `attempt`: True runs only the missing attempts of the archived run,
+            False refuses an archived run, None resumes when the run is archived.
+        runtime: a runtime provider's entry point name; None for the project's `runtime`,
+            else the built-in one.
+        runs_dir: where runs are archived; None for `runs/` beside project.yaml.
+        offline: answer judge criteria from the judge cache only; opens no provider.
+        progress: where the steps report progress.
+
+    Raises:
+        ProjectError: a selection, a run id or the run archive is wrong; the message names
+            the file and the field.
+        ArmError, JudgeError: the runtime could not open (the system is unreachable, say).
+        RunLockedError: another command works on the run.
+        asyncio.CancelledError: the run was interrupted; every finished attempt is
+            archived, and running `attempt` again with `resume` goes on with the rest.
+    """
+    ordered = check_steps(steps)
+    loaded, paths = open_project(project, runs_dir)
+    workers_setting()  # a bad SOEV_GRADE_WORKERS is refused before anything is archived
+    progress = progress or Progress()
+    attempting = "attempt" in ordered
+    if run_id is None and not attempting:
+        raise ProjectError("a run id is needed to grade or report a run")
+    selection = selection or RunSelection()
+    if attempting and resume is False:
+        selection.check(loaded)
+    run_id = check_run_id(run_id or new_run_id())
+    archive = RunArchive(paths.runs, run_id)
+    if not attempting:
+        archive.manifest()  # a clear error when there is no such run
+    name = runtime or loaded.project.runtime
+    attempted: AttemptedRun | None = None
+    scoring: Scoring | None = None
+    report: Report | None = None
+    with frozen_heap():
+        async with AsyncExitStack() as stack:
+            bindings = RuntimeBindings()
+            if attempting or "grade" in ordered:
+                operation: Operation = "run" if attempting else "rescore"
+                bindings = await stack.enter_async_context(
+                    open_runtime(loaded, name, operation, paths.state, offline=offline)
+                )
+            if attempting:
+                attempted = await attempt(
+                    loaded,
+                    paths.runs,
+                    run_id,
+                    selection,
+                    bindings,
+                    resume=resume,
+                    runtime=name,
+                    progress=progress,
+                )
+            if "grade" in ordered:
+                scoring = await grade(
+                    loaded,
+                    archive,
+                    judge=bindings.judge,
+                    language_detector=bindings.language_detector,
+                    offline=offline,
+                    progress=progress,
+                )
+            if "aggregate" in ordered:
+                scoring = scoring or Scoring.read(latest_scoring(archive))
+                report = aggregate(archive, scoring.path, progress)
+                write_html_report(loaded, archive, scoring.path / HTML_REPORT)
+                if attempting:
+                    await publish(bindings, archive, report)
+    return Evaluation(loaded, paths, archive, ordered, attempted, scoring, report)
+
+
 async def evaluate_run(
     project: ProjectLike,
     *,
@@ -107,58 +252,34 @@ async def evaluate_run(
     runs_dir: str | Path | None = None,
     progress: Progress | None = None,
 ) -> Evaluation:
-    """Run a new evaluation (or resume one) and return every step's result.
+    """Run a new evaluation (or resume one): every step of `execute`.
 
     Args:
         project: the path of project.yaml, or a `LoadedProject`.
         k: attempts per case.
         suites: the suites to run, by name; None or empty for every suite.
         split: "dev" or "test"; None for both.
-        run_id: the new run's id (`[a-z0-9][a-z0-9._-]*`); None for a UTC timestamp. With
-            `resume`, the run to resume.
+        run_id: the new run's id; None for a UTC timestamp. With `resume`, the run to
+            resume.
         resume: run only the missing attempts of the archived run `run_id`; its selection
             and k are the manifest's.
-        runtime: a runtime provider's entry point name; None for the project's `runtime`,
-            else the built-in one.
-        runs_dir: where runs are archived; None for `runs/` beside project.yaml.
-        progress: where the steps report progress.
+        runtime, runs_dir, progress: as for `execute`.
 
     Raises:
-        ProjectError: a selection, a run id or the run archive is wrong; the message names
-            the file and the field.
-        ArmError, JudgeError: the runtime could not open (the system is unreachable, say).
-        RunLockedError: another command works on the run.
-        asyncio.CancelledError: the evaluation was interrupted; every finished attempt is
-            archived, and `resume=True` goes on with the rest.
+        ValueError: `resume` without a `run_id`.
+        The errors of `execute`.
     """
-    loaded, paths = open_project(project, runs_dir)
-    workers_setting()  # a bad SOEV_GRADE_WORKERS is refused before anything is archived
-    progress = progress or Progress()
-    selection = RunSelection(tuple(suites or ()), split, k)
-    if not resume:
-        selection.check(loaded)
     if resume and run_id is None:
         raise ValueError("resume needs the run_id of the run to resume")
-    run_id = check_run_id(run_id or new_run_id())
-    name = runtime or loaded.project.runtime
-    with frozen_heap():
-        async with open_runtime(loaded, name, "run", paths.state) as bindings:
-            attempted = await attempt(
-                loaded,
-                paths.runs,
-                run_id,
-                selection,
-                bindings,
-                resume=resume,
-                runtime=name,
-                progress=progress,
-            )
-            archive = attempted.prepared.archive
-            scoring, report = await _grade_and_aggregate(
-                loaded, archive, bindings, offline=False, progress=progress
-            )
-            await publish(bindings, archive, report)
-    return Evaluation(loaded, paths, archive, attempted, scoring, report)
+    return await execute(
+        project,
+        run_id,
+        selection=RunSelection(tuple(suites or ()), split, k),
+        resume=resume,
+        runtime=runtime,
+        runs_dir=runs_dir,
+        progress=progress,
+    )
 
 
 async def rescore_run(
@@ -170,7 +291,8 @@ async def rescore_run(
     runs_dir: str | Path | None = None,
     progress: Progress | None = None,
 ) -> Evaluation:
-    """Grade a run's archived evidence again with the current criteria and prompts.
+    """Grade a run's archived evidence again with the current criteria and prompts, and
+    report it: the steps `grade` and `aggregate` of `execute`.
 
     The system under test is not asked anything. `offline` opens no runtime provider: the
     judge answers from the judge cache alone, and a question it was never asked gets an
@@ -181,37 +303,15 @@ async def rescore_run(
         JudgeError: the runtime's judge could not open.
         RunLockedError: another command works on the run.
     """
-    loaded, paths = open_project(project, runs_dir)
-    workers_setting()
-    archive = RunArchive(paths.runs, check_run_id(run_id))
-    archive.manifest()  # a clear error when there is no such run
-    name = runtime or loaded.project.runtime
-    with frozen_heap():
-        async with open_runtime(loaded, name, "rescore", paths.state, offline=offline) as bindings:
-            scoring, report = await _grade_and_aggregate(
-                loaded, archive, bindings, offline=offline, progress=progress
-            )
-    return Evaluation(loaded, paths, archive, None, scoring, report)
-
-
-async def _grade_and_aggregate(
-    loaded: LoadedProject,
-    archive: RunArchive,
-    bindings: RuntimeBindings,
-    *,
-    offline: bool,
-    progress: Progress | None,
-) -> tuple[Scoring, Report]:
-    """The grade and aggregate steps of a run and of a rescore."""
-    scoring = await grade(
-        loaded,
-        archive,
-        judge=bindings.judge,
-        language_detector=bindings.language_detector,
+    return await execute(
+        project,
+        run_id,
+        steps=("grade", "aggregate"),
         offline=offline,
+        runtime=runtime,
+        runs_dir=runs_dir,
         progress=progress,
     )
-    return scoring, aggregate(archive, scoring.path, progress)
 
 
 def evaluate(
@@ -228,8 +328,7 @@ def evaluate(
 ) -> Report:
     """Run a new evaluation of `project` and return its report (see `evaluate_run`).
 
-    Works in a notebook too: where an event loop runs already, the evaluation runs on a
-    loop of its own in another thread.
+    Works in a notebook too (see `run_sync`).
     """
     evaluation = run_sync(
         evaluate_run(
@@ -244,6 +343,7 @@ def evaluate(
             progress=progress,
         )
     )
+    assert evaluation.report is not None  # every step ran
     return evaluation.report
 
 
@@ -268,40 +368,66 @@ def rescore(
             progress=progress,
         )
     )
+    assert evaluation.report is not None  # aggregate ran
     return evaluation.report
 
 
-def run_sync(work: Coroutine[Any, Any, T]) -> T:
-    """Run `work` to its end: with `asyncio.run`, or on a thread of its own when this
-    thread runs an event loop already (a notebook)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_boxed(work)).value
-    outcome: list[T] = []
-    failure: list[BaseException] = []
+def run_sync(work: Coroutine[Any, Any, T], *, grace: float = CANCEL_GRACE_S) -> T:
+    """Run `work` to its end on an event loop of its own, in a thread of its own; the one
+    way every front end runs its async work.
+
+    The calling thread only waits, so it works the same from a script, from a notebook
+    whose thread runs a loop already, and from a Dagster step. When the wait is
+    interrupted (Ctrl-C, a signal the command turned into one, a terminated Dagster run),
+    the work is cancelled, given `grace` seconds to finish cancelling (finished attempts
+    stay archived, grading workers stop), and the interruption goes on.
+    """
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(_boxed(work))
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     def target() -> None:
+        asyncio.set_event_loop(loop)
         try:
-            outcome.append(asyncio.run(_boxed(work)).value)
+            box = loop.run_until_complete(task)
         except BaseException as exc:
-            failure.append(exc)
+            done.set_exception(exc)
+        else:
+            done.set_result(box.value)
+        finally:
+            try:
+                _finish(loop)
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
 
-    thread = threading.Thread(target=target, name="soev-evaluate")
+    thread = threading.Thread(target=target, name="soev-run", daemon=True)
     thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return outcome[0]
+    try:
+        return done.result()
+    except BaseException:
+        if not done.done():
+            loop.call_soon_threadsafe(task.cancel)
+            thread.join(grace)
+        raise
+
+
+def _finish(loop: asyncio.AbstractEventLoop) -> None:
+    """What `asyncio.run` does on its way out: cancel what is left, close generators and
+    the default executor."""
+    left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(loop.shutdown_default_executor())
 
 
 class _Box(Generic[T]):
-    """The result of `asyncio.run`'s task, with a repr that does not show it.
-
-    On its way out, `asyncio.run` asks `signal.getsignal`, which formats its own SIGINT
-    handler, a partial holding the task, whose repr shows the task's result: for a result
-    that holds a loaded project, hundreds of megabytes of text, made and dropped twice.
-    """
+    """The result of the work, with a repr that does not show it: a result that holds a
+    loaded project would otherwise be formatted (hundreds of megabytes of text) wherever
+    the task is shown."""
 
     __slots__ = ("value",)
 

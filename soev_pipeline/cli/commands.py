@@ -95,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     progress.close()
     _record(evaluation)
+    assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
     sys.stdout.write(f"archive: {evaluation.archive.path}\n")
     return EXIT_OK
@@ -277,6 +278,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     _record(evaluation)
+    assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
     return EXIT_OK
 

@@ -1,4 +1,4 @@
-"""The Dagster layer: thin assets, jobs, checks, sensors and a schedule over `soev_pipeline.run`.
+"""The Dagster layer: assets, jobs, checks, a sensor and a schedule over `soev_pipeline.api`.
 
 Its names load on first use: `soev-evals run` imports `orchestration.record` alone to record
 a run, without the definitions (and what the assets import).
@@ -6,11 +6,11 @@ a run, without the definitions (and what the assets import).
 
 from typing import Any
 
-__all__ = ["SoevProject", "build_definitions", "definitions_for", "load_project"]
+__all__ = ["SoevProject", "definitions_for", "load_project", "project_definitions"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"build_definitions", "definitions_for"}:
+    if name in {"definitions_for", "project_definitions"}:
         from . import definitions
 
         return getattr(definitions, name)

@@ -1,18 +1,15 @@
-"""The judge measured against the human labels (SPEC.md section 11), as assets and a check.
+"""The judge measured against the human labels, as assets and a check.
 
-`labels` records the project's label files (their data version is a hash of their paths and
-bytes); `judge_calibration`, downstream of `judge_prompts` and `labels`, grades every
-labelled item with the judge (`soev_pipeline.calibration.calibrate`, the function of
-`soev-evals calibrate`) and holds the figures as metadata, and its check
-`judge_agrees_with_labels` fails when a criterion's κ is below `judge.min_kappa` (default
-0.6). The code version of `judge_calibration` is the prompts version, so a prompt edit
-shows it stale as it does the verdicts, and a new `labels` materialization does too; the
-prompts watch re-materializes both (`checks.build_prompts_watch`). In the lineage graph,
-`judge_prompts` then feeds both `verdicts` and `judge_calibration`: a run was graded by a
-judge that was measured when their prompts versions are the same.
+`labels` records the label files: its data version is a hash of their paths and bytes.
+`judge_calibration`, downstream of `judge_prompts` and `labels`, grades every labelled item
+with the judge (`soev_pipeline.calibration.calibrate`, the function of `soev-evals
+calibrate`) and holds the figures as metadata; its check `judge_agrees_with_labels` fails
+when a criterion's κ is below `judge.min_kappa` (default 0.6). A prompt or label edit,
+once recorded, makes it stale in Dagster's own lineage, and the prompts watch materializes
+it again (`sensors`). In the lineage graph `judge_prompts` feeds both `verdicts` and
+`judge_calibration`: a run was graded by a judge that was measured when the two record the
+same prompts version.
 """
-
-from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -21,6 +18,7 @@ from typing import Any
 
 import dagster as dg
 
+from soev_pipeline.api import run_sync
 from soev_pipeline.calibration import (
     DEFAULT_MIN_KAPPA,
     JUDGED_KINDS,
@@ -31,10 +29,11 @@ from soev_pipeline.calibration import (
 )
 from soev_pipeline.project import LoadedProject
 
-from .keys import ProjectKeys
-from .metadata import CheckOutcome, recorded_text, rounded
-from .resources import ProjectResource, RuntimeResource
-from .steps import one_line_errors
+from .assets import spec
+from .failures import one_line_errors
+from .metadata import CheckOutcome, rounded
+from .resources import SoevProject
+from .versions import FIXED
 
 JUDGE_AGREES_WITH_LABELS = "judge_agrees_with_labels"
 
@@ -66,29 +65,6 @@ def _relative(loaded: LoadedProject, name: str) -> str:
     path = Path(name)
     return (
         str(path.relative_to(loaded.directory)) if path.is_relative_to(loaded.directory) else name
-    )
-
-
-def read_labels(project: ProjectResource) -> dg.MaterializeResult[None]:
-    """Record the project's label files; their data version is their hash."""
-    loaded = project.loaded
-    version = labels_version(loaded.directory, loaded.project.labels)
-    with one_line_errors(project.paths.project_file):
-        metadata = labels_metadata(loaded)
-    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(version))
-
-
-def labels_request(
-    instance: dg.DagsterInstance, keys: ProjectKeys, loaded: LoadedProject
-) -> dg.RunRequest | None:
-    """A run of `labels` and `judge_calibration` when the label files on disk differ from
-    the recorded ones (hashed at every call, as the prompts are); else None."""
-    current = labels_version(loaded.directory, loaded.project.labels)
-    if recorded_text(instance, keys.asset("labels"), "labels_version") == current:
-        return None
-    return dg.RunRequest(
-        run_key=f"labels-{current}",
-        asset_selection=[keys.asset("labels"), keys.asset("judge_calibration")],
     )
 
 
@@ -172,8 +148,57 @@ def agreement_check(
     )
 
 
+@dg.multi_asset(
+    name="read_labels",
+    specs=[
+        spec(
+            "labels",
+            "load",
+            "The human labels of judged criteria (labels/*.jsonl); its data version is their hash.",
+            kinds={"json"},
+            code_version=FIXED,
+        )
+    ],
+)
+def read_labels(
+    context: dg.AssetExecutionContext, project: SoevProject
+) -> dg.MaterializeResult[None]:
+    """Record the project's label files; their data version is their hash."""
+    loaded = project.loaded
+    with one_line_errors(project.project_file):
+        figures = labels_metadata(loaded)
+    return dg.MaterializeResult(
+        asset_key=context.asset_key,
+        metadata=figures,
+        data_version=dg.DataVersion(str(figures["labels_version"])),
+    )
+
+
+@dg.multi_asset(
+    name="calibrate_judge",
+    specs=[
+        spec(
+            "judge_calibration",
+            "calibrate",
+            "The judge against the human labels: agreement, recalls and Cohen's κ per judged "
+            "criterion.",
+            code_version=FIXED,
+        )
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            JUDGE_AGREES_WITH_LABELS,
+            asset="judge_calibration",
+            description=(
+                "Fails when a judged criterion's Cohen's κ against the human labels is below "
+                "judge.min_kappa (default 0.6): severity WARN, or ERROR when project.yaml sets "
+                "judge.min_kappa."
+            ),
+        )
+    ],
+)
 def calibrate_judge(
-    project: ProjectResource, runtime: RuntimeResource
+    context: dg.AssetExecutionContext, project: SoevProject
 ) -> Iterator[dg.MaterializeResult[None] | dg.AssetCheckResult]:
     """Grade every labelled item with the judge and the current prompts; record the figures
     and evaluate `judge_agrees_with_labels`. Without labels, the judge is not opened."""
@@ -183,53 +208,10 @@ def calibrate_judge(
     calibration = None
     with one_line_errors(paths.project_file):
         if read_project_labels(loaded).items:
-            calibration, _ = runtime.session.run(calibrate(loaded, paths.state))
-    metadata: dict[str, Any] = {"prompts_version": loaded.prompts_version, "items": 0}
+            calibration, _ = run_sync(calibrate(loaded, paths.state))
+    figures: dict[str, Any] = {"prompts_version": loaded.prompts_version, "items": 0}
     if calibration is not None:
-        metadata = calibration_metadata(calibration, loaded.prompts_version)
-    yield dg.MaterializeResult(metadata=metadata)
-    yield agreement_check(calibration, min_kappa=min_kappa, judged=_judged(loaded)).result()
-
-
-def build_calibration_assets(keys: ProjectKeys, prompts_version: str) -> list[dg.AssetsDefinition]:
-    """`labels` and `judge_calibration` (with its check) under the keys of a project."""
-
-    def spec(name: str, description: str, **extra: Any) -> dg.AssetSpec:
-        return dg.AssetSpec(
-            keys.asset(name), group_name=keys.group, description=description, **extra
-        )
-
-    labels = dg.multi_asset(
-        name="read_labels",
-        specs=[
-            spec(
-                "labels",
-                "The human labels of judged criteria (labels/*.jsonl), with their hash.",
-                kinds={"json"},
-            )
-        ],
-    )(read_labels)
-    calibration = dg.multi_asset(
-        name="calibrate_judge",
-        specs=[
-            spec(
-                "judge_calibration",
-                "The judge against the human labels: agreement, recalls and Cohen's κ per "
-                "judged criterion.",
-                deps=[keys.asset("judge_prompts"), keys.asset("labels")],
-                code_version=prompts_version,
-            )
-        ],
-        check_specs=[
-            dg.AssetCheckSpec(
-                JUDGE_AGREES_WITH_LABELS,
-                asset=keys.asset("judge_calibration"),
-                description=(
-                    "Fails when a judged criterion's Cohen's κ against the human labels is "
-                    "below judge.min_kappa (default 0.6): severity WARN, or ERROR when "
-                    "project.yaml sets judge.min_kappa."
-                ),
-            )
-        ],
-    )(calibrate_judge)
-    return [labels, calibration]
+        figures = calibration_metadata(calibration, loaded.prompts_version)
+    yield dg.MaterializeResult(asset_key=context.asset_key, metadata=figures)
+    check = agreement_check(calibration, min_kappa=min_kappa, judged=_judged(loaded))
+    yield check.result(context.asset_key)

@@ -30,52 +30,54 @@ class SplitChoice(Enum):
             return "test"
         return None
 
-    @classmethod
-    def of(cls, split: str | None) -> SplitChoice:
-        return cls(split or "both")
 
-
-class EvaluateConfig(dg.Config):
-    """What a run evaluates."""
+class RunConfig(dg.Config):
+    """What a run evaluates, and how it is graded."""
 
     suites: list[str] = Field(
         default=[],
-        description="The suites to run, by name; empty runs every suite of the project.",
+        description="The suites to run, by name; empty runs every suite of the project "
+        "(a new run only).",
     )
     split: SplitChoice = Field(
         default=SplitChoice.both,
-        description="The split to run: dev, test, or both. Test cases show only in aggregates.",
+        description="The split to run: dev, test, or both; test cases show only in "
+        "aggregates (a new run only).",
     )
-    k: int = Field(default=1, ge=1, description="How many times each case is attempted.")
-    runtime: str | None = Field(
-        default=None,
-        description="A runtime provider (entry point in soev.evals.runtimes); empty for the "
-        "project's `runtime`, else the built-in one.",
+    k: int = Field(
+        default=1, ge=1, description="How many times each case is attempted (a new run only)."
     )
     resume: bool | None = Field(
         default=None,
         description="Resume an archived run: true runs its missing attempts only, false refuses "
         "a run that exists; empty resumes when the run partition is already archived.",
     )
-
-
-class GradeConfig(dg.Config):
-    """How the verdicts are graded."""
-
     offline: bool = Field(
         default=False,
-        description="Answer judge criteria from the judge cache only; a question never asked "
-        "gets an error verdict. Opens no runtime provider.",
+        description="Grade without opening the runtime: the judge answers from its cache "
+        "only, and a question never asked gets an error verdict (a rescore only).",
     )
-    runtime: str | None = Field(
-        default=None, description="A runtime provider for the judge; empty for the project's."
-    )
-
-
-class ReportConfig(dg.Config):
-    """Where an evaluation's report is published."""
-
     runtime: str | None = Field(
         default=None,
-        description="The runtime whose tracker gets the report; empty for the project's.",
+        description="A runtime provider (entry point in soev.evals.runtimes); empty for the "
+        "project's `runtime`, else the built-in one.",
+    )
+
+
+class NewEvaluationConfig(dg.Config):
+    """A new evaluation: what it runs, and optionally its run id."""
+
+    run_id: str = Field(
+        default="",
+        description="The id of the new run ([a-z0-9][a-z0-9._-]*); empty for a UTC timestamp.",
+    )
+    suites: list[str] = Field(
+        default=[], description="The suites to run, by name; empty runs every suite."
+    )
+    split: SplitChoice = Field(
+        default=SplitChoice.both, description="The split to run: dev, test, or both."
+    )
+    k: int = Field(default=1, ge=1, description="How many times each case is attempted.")
+    runtime: str | None = Field(
+        default=None, description="A runtime provider; empty for the project's, else built-in."
     )

@@ -1,67 +1,85 @@
-"""Jobs and the nightly schedule."""
+"""The jobs and the nightly schedule.
+
+The asset jobs select their assets by the tag `soev/asset`, which every asset carries with
+its plain name, so they are written once for every project, whatever its key prefix.
+"""
+
+from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from functools import reduce
 
 import dagster as dg
 
-from .checks import CHECK_PROMPTS_JOB
-from .keys import ProjectKeys
-from .requests import EVALUATE_OP
+from .keys import ASSET_TAG
+from .new_evaluation import EVALUATE_OP, evaluate_new_run
 
 EVALUATE = "evaluate"
 RESCORE = "rescore"
 LOAD_SUITES = "load_suites"
+CHECK_PROMPTS = "check_prompts"
+NEW_EVALUATION = "new_evaluation"
 NIGHTLY_CRON = "0 2 * * *"
 
 SYSTEM_TAG = "soev/system"
 """The host and port of the system under test: a run queue limit on this tag keeps projects
-that share one assistant from overloading it (see docs/deploy.md)."""
+that share one assistant from overloading it (see docs/deploy.md). `definitions` puts it on
+the jobs that talk to the system."""
 
 
-def build_jobs(keys: ProjectKeys, *, system: str = "") -> list["dg.UnresolvedAssetJobDefinition"]:
-    """`evaluate` runs a new run end to end; `rescore` grades a run's archived evidence again;
-    `load_suites` records a suite; `check_prompts` records the prompts and runs the check,
-    and records the labels and calibrates the judge on them.
+def assets(*names: str) -> dg.AssetSelection:
+    """The assets called `names` (by their plain names), with their checks."""
+    return reduce(
+        lambda left, right: left | right,
+        [dg.AssetSelection.tag(ASSET_TAG, name) for name in names],
+    )
 
-    `evaluate` runs carry the tag `soev/system` with the system's `host:port`. Neither
-    `evaluate` nor `rescore` materializes `judge_prompts`: it is recorded when the prompts
-    change (`check_prompts`, which the prompts watch starts, or the CLI), so a new
-    materialization of it means new prompts, and the runs graded before it show as stale.
-    """
-    prompts, evidence = keys.asset("judge_prompts"), keys.asset("evidence")
-    verdicts, report = keys.asset("verdicts"), keys.asset("report")
-    return [
-        dg.define_asset_job(
-            EVALUATE,
-            selection=dg.AssetSelection.assets(evidence, verdicts, report),
-            executor_def=dg.in_process_executor,
-            tags={SYSTEM_TAG: system} if system else None,
-            description="Attempt every selected case k times, grade the evidence, and report.",
-        ),
-        dg.define_asset_job(
-            RESCORE,
-            selection=dg.AssetSelection.assets(verdicts, report),
-            executor_def=dg.in_process_executor,
-            description="Grade a run's archived evidence with the current criteria and prompts.",
-        ),
-        dg.define_asset_job(
-            LOAD_SUITES,
-            selection=dg.AssetSelection.assets(keys.asset("suites")),
-            executor_def=dg.in_process_executor,
-            description="Validate a suite and record the digests of its cases.",
-        ),
-        dg.define_asset_job(
-            CHECK_PROMPTS_JOB,
-            selection=dg.AssetSelection.assets(
-                prompts, keys.asset("labels"), keys.asset("judge_calibration")
-            )
-            | dg.AssetSelection.checks_for_assets(verdicts),
-            executor_def=dg.in_process_executor,
-            description="Record the judge prompts and rubrics, check which runs were graded "
-            "with other ones, and calibrate the judge on the human labels.",
-        ),
-    ]
+
+def checks_of(name: str) -> dg.AssetSelection:
+    """The checks of the asset called `name`, without the asset."""
+    return assets(name) - assets(name).without_checks()
+
+
+evaluate = dg.define_asset_job(
+    EVALUATE,
+    selection=assets("judge_prompts", "evidence", "verdicts", "report"),
+    executor_def=dg.in_process_executor,
+    description="Attempt every selected case k times, grade the evidence, and report (a new "
+    "run on a run partition, or the rest of an interrupted one). Records the judge prompts "
+    "first, so the run's lineage names the ones it was graded with.",
+)
+rescore = dg.define_asset_job(
+    RESCORE,
+    selection=assets("judge_prompts", "verdicts", "report"),
+    executor_def=dg.in_process_executor,
+    description="Grade a run's archived evidence with the current criteria and prompts, and "
+    "report it; the system under test is not asked anything.",
+)
+load_suites = dg.define_asset_job(
+    LOAD_SUITES,
+    selection=assets("suites"),
+    executor_def=dg.in_process_executor,
+    description="Validate a suite and record the digests of its cases.",
+)
+check_prompts = dg.define_asset_job(
+    CHECK_PROMPTS,
+    selection=assets("judge_prompts", "labels", "judge_calibration") | checks_of("verdicts"),
+    executor_def=dg.in_process_executor,
+    description="Record the judge prompts, rubrics and labels, check which runs were graded "
+    "with other prompts, and calibrate the judge on the human labels.",
+)
+
+
+@dg.job(
+    name=NEW_EVALUATION,
+    description="Start a new evaluation run: pick the suites, split and k, and launch. The "
+    "run partition is made for you once the run is archived, and the run's assets are "
+    "recorded.",
+    executor_def=dg.in_process_executor,
+)
+def new_evaluation() -> None:
+    evaluate_new_run()
 
 
 def nightly_run_id(scheduled: datetime | None) -> str:
@@ -70,9 +88,7 @@ def nightly_run_id(scheduled: datetime | None) -> str:
     return "nightly-" + moment.astimezone(UTC).strftime("%Y%m%dt%H%M%Sz")
 
 
-def build_nightly_schedule(
-    new_evaluation: dg.JobDefinition, cron: str | None = None
-) -> dg.ScheduleDefinition:
+def nightly_schedule(cron: str | None = None) -> dg.ScheduleDefinition:
     """A schedule that asks for a new evaluation run every night (`new_evaluation`).
 
     Its run id is `nightly-` and the scheduled UTC time. The tick only asks: the partition
@@ -92,7 +108,7 @@ def build_nightly_schedule(
         name="nightly",
         cron_schedule=cron,
         execution_timezone="UTC",
-        job=new_evaluation,
+        job_name=NEW_EVALUATION,
         default_status=status,
         description=f"A new evaluation run on every suite and both splits, at cron {cron!r} (UTC).",
     )

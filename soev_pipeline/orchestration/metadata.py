@@ -1,9 +1,15 @@
 """What the Dagster UI shows of each asset: the metadata of its materializations and checks.
 
-The assets (a run launched from the UI) and `record` (a run of the CLI) build their
-metadata here, so a run shows the same whichever way it started. Figures are rounded to
-4 decimals for display (the archive keeps full precision); only aggregates and dev case
-ids appear, never a test case.
+`record.recorded` builds what a run records from here, for every front end, so a run shows
+the same whichever way it started. Figures are rounded to 4 decimals for display (the
+archive keeps full precision); only aggregates and dev case ids appear, never a test case.
+
+Dagster's *Plots* tab draws one chart per numeric key, in the alphabetical order of the
+keys, so the keys are named to put the most useful first: the run's pass rate `pass_rate`,
+then each suite's and split's (`pass_rate/<suite>`, `pass_rate/split/<split>`), then the
+bounds of their 95 % intervals (`pass_rate_ci95_high...`, `pass_rate_ci95_low...`), then
+the verdict counts (`verdicts/<status>`), then the comparison with the previous run
+(`vs_previous/...`).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -23,16 +30,10 @@ from soev_pipeline.run.results import GroupFigures, PairedGroup, Report, StatusC
 from soev_pipeline.run.service import AttemptedRun, Scoring
 
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
-HTML_REPORT = "report.html"
-"""The self-contained HTML report an asset job writes beside a scoring's report.json."""
 VIEW_URL_ENV = "SOEV_VIEW_URL"
 """Where a `soev-evals view` of the project listens: the report links to the run's page
 there, whose plots draw the 95 % interval as a band (`make ui` starts one and sets it)."""
 GRADED_WITH_CURRENT_PROMPTS = "graded_with_current_prompts"
-CODE_VERSION_TAG = "dagster/code_version"
-"""Where Dagster keeps the code version of a materialization its run made."""
-PROMPTS_VERSION_TAG = "soev/prompts_version"
-"""Where a materialization that the CLI reported keeps its prompts version (see `record`)."""
 
 
 def rounded(value: float | None) -> float:
@@ -103,15 +104,14 @@ def verdicts(scoring: Scoring, prompts_version: str) -> dict[str, Any]:
     return metadata
 
 
-def report(built: Report, archive: RunArchive) -> dict[str, Any]:
+def report(built: Report, archive: RunArchive, html: Path | None) -> dict[str, Any]:
     """`report`: every pass rate with its 95 % interval (so the plots show them over the run
-    partitions), the verdict counts, the criteria, and the comparison with the previous run."""
+    partitions), the verdict counts, the criteria, the HTML report, and the comparison with
+    the previous run."""
     metadata: dict[str, Any] = {}
-    groups = {
-        "overall": built.overall,
-        **built.suites,
-        **{f"split/{name}": figures for name, figures in built.splits.items()},
-    }
+    groups: dict[str | None, GroupFigures] = {None: built.overall}
+    groups.update(built.suites)
+    groups.update({f"split/{name}": figures for name, figures in built.splits.items()})
     for name, figures in groups.items():
         metadata.update(rate(name, figures))
     totals = dict.fromkeys(STATUSES, 0)
@@ -122,31 +122,31 @@ def report(built: Report, archive: RunArchive) -> dict[str, Any]:
     metadata["criteria"] = dg.MetadataValue.md(criteria_table(built.criteria))
     metadata["prompts"] = dg.MetadataValue.json(built.prompts)
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
-    html = archive.scorings_path / built.scoring.scoring / HTML_REPORT
-    if html.exists():
+    if html is not None:
         metadata["html_report"] = dg.MetadataValue.path(str(html))
     viewer = os.environ.get(VIEW_URL_ENV, "").rstrip("/")
     if viewer:
         metadata["viewer"] = dg.MetadataValue.url(f"{viewer}/runs/{quote(archive.run_id)}")
     previous = built.previous
     if previous is not None:
-        metadata["previous_run"] = previous.baseline_id
-        metadata["delta/overall"] = rounded(previous.overall.delta)
-        metadata["p_value/overall"] = significant(previous.overall.p_value)
-        metadata["regressions"] = len(previous.regressions)
-        metadata["improvements"] = len(previous.improvements)
+        metadata["vs_previous/run"] = previous.baseline_id
+        metadata["vs_previous/delta"] = rounded(previous.overall.delta)
+        metadata["vs_previous/p_value"] = significant(previous.overall.p_value)
+        metadata["vs_previous/regressions"] = len(previous.regressions)
+        metadata["vs_previous/improvements"] = len(previous.improvements)
     return metadata
 
 
-def rate(name: str, figures: GroupFigures) -> dict[str, float]:
-    """A group's pass rate and the bounds of its 95 % interval. Dagster draws a chart per
-    key, in the order of the keys: `pass_rate/` sorts before `pass_rate_ci95_…/`, so the
-    rates come first and their bounds after them."""
+def rate(name: str | None, figures: GroupFigures) -> dict[str, float]:
+    """A group's pass rate and the bounds of its 95 % interval: `pass_rate/<name>` and
+    `pass_rate_ci95_low/<name>`, `pass_rate_ci95_high/<name>`; the whole run's are
+    `pass_rate`, `pass_rate_ci95_low` and `pass_rate_ci95_high`."""
+    group = f"/{name}" if name else ""
     low, high = figures.ci95 if figures.ci95 is not None else (None, None)
     return {
-        f"pass_rate/{name}": rounded(figures.pass_rate),
-        f"pass_rate_ci95_low/{name}": rounded(low),
-        f"pass_rate_ci95_high/{name}": rounded(high),
+        f"pass_rate{group}": rounded(figures.pass_rate),
+        f"pass_rate_ci95_low{group}": rounded(low),
+        f"pass_rate_ci95_high{group}": rounded(high),
     }
 
 
@@ -170,9 +170,10 @@ class CheckOutcome:
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
-    def result(self) -> dg.AssetCheckResult:
+    def result(self, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
         """The check's result inside the asset's own step."""
         return dg.AssetCheckResult(
+            asset_key=asset_key,
             check_name=self.name,
             passed=self.passed,
             severity=self.severity,

@@ -1,112 +1,259 @@
-"""Record an evaluation that ran outside the asset jobs: `soev-evals run` and `rescore`, and
-the `new_evaluation` job of the UI and the nightly schedule.
+"""What a run records in Dagster, whichever front end ran it.
 
-These run the steps of `soev_pipeline.api` in one go, and then record what the steps made
-as materializations of the project's assets (`suites` whose digest changed, `judge_prompts`
-when they changed, `evidence`, `verdicts` and `report` of the run's partition) and the
-evaluations of their checks, with the same metadata as the asset jobs. The CLI reports
-them to the instance (`record`); the `new_evaluation` op logs them in its own run
-(`evaluation_events`), where they link to that run.
-
-Staleness: such a materialization carries no data provenance (Dagster writes that only for
-the assets a run computes), so Dagster judges it by time, which is what this project means
-by stale: `verdicts` of a run are stale once `judge_prompts` was materialized after them (a
-prompt or rubric changed: the prompts watch, or the next command, records that), `evidence`
-once a suite it ran changed. The prompts version of the verdicts goes in the tag
-`soev/prompts_version`, which `graded_with_current_prompts` reads as it reads the code
-version of an asset job's verdicts.
+`recorded` turns what `soev_pipeline.api.execute` returned into one record per asset it
+made (`evidence`, `verdicts`, `report`: metadata and data version). The asset job yields
+them as the materializations of its op, and Dagster adds the code version and the
+provenance (the data versions of the inputs) itself. A run that no asset job made is
+recorded by `record_evaluation` from the same records: `soev-evals run` and `rescore`
+report them to the instance (`record`), the `new_evaluation` job logs them in its own run.
+Those carry the same code version and provenance as tags, the ones Dagster writes on the
+materializations its runs make and reads to tell whether a partition is stale: so a CLI
+run goes stale when a prompt changes, and fresh when it is rescored, as a UI run does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import dagster as dg
 
 from soev_pipeline.api import Evaluation
+from soev_pipeline.core.canonical import digest
+from soev_pipeline.project import LoadedProject
 
 from . import metadata
-from .checks import latest_versions
 from .instance import project_instance
-from .keys import ProjectKeys, keys_of
+from .keys import add_run, asset_key, prefix_of
+from .versions import DEPENDENCIES, FIXED, code_version
 
 LAUNCHED_BY = "soev/launched_by"
+"""Who ran a run that no asset job made: `cli`, `ui` (new_evaluation) or a schedule."""
+CODE_VERSION_TAG = "dagster/code_version"
+DATA_VERSION_TAG = "dagster/data_version"
+USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
+INPUT_VERSION_TAG = "dagster/input_data_version/"
+INPUT_POINTER_TAG = "dagster/input_event_pointer/"
+UNKNOWN_INPUT = "INITIAL"
+"""Dagster's data version of an input that was never recorded."""
+NO_POINTER = "NULL"
+RUN_ASSETS = frozenset({"evidence", "verdicts", "report"})
+"""The assets partitioned by run: an input of one of them is its own run's partition."""
+
 Event = dg.AssetMaterialization | dg.AssetCheckEvaluation
 
 
-def evaluation_events(
+@dataclass(frozen=True)
+class Recorded:
+    """One asset that a run made: its plain name, partition, metadata and data version."""
+
+    name: str
+    partition: str | None
+    metadata: Mapping[str, Any]
+    data_version: str
+
+
+def recorded(evaluation: Evaluation) -> list[Recorded]:
+    """The assets that `evaluation` made, in the order of their steps."""
+    archive, run_id = evaluation.archive, evaluation.archive.run_id
+    items: list[Recorded] = []
+    if evaluation.attempted is not None:
+        size = archive.evidence_path.stat().st_size if archive.evidence_path.exists() else 0
+        items.append(
+            Recorded(
+                "evidence",
+                run_id,
+                metadata.evidence(evaluation.attempted),
+                digest([run_id, size])[:16],  # the evidence is appended to, never rewritten
+            )
+        )
+    scoring = evaluation.scoring
+    if scoring is not None and "grade" in evaluation.steps:
+        items.append(
+            Recorded(
+                "verdicts",
+                run_id,
+                metadata.verdicts(scoring, evaluation.loaded.prompts_version),
+                f"{run_id}/{scoring.path.name}",
+            )
+        )
+    if scoring is not None and evaluation.report is not None:
+        items.append(
+            Recorded(
+                "report",
+                run_id,
+                metadata.report(evaluation.report, archive, evaluation.html_report),
+                f"{run_id}/{scoring.path.name}",
+            )
+        )
+    return items
+
+
+def data_version_tags(version: str) -> dict[str, str]:
+    """The tags of a data version given by us, not computed by Dagster."""
+    return {DATA_VERSION_TAG: version, USER_PROVIDED_TAG: "true"}
+
+
+def latest(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> dg.EventLogRecord | None:
+    """The latest materialization of the asset `key` (of one partition, or of any partition
+    when `partition` is None)."""
+    records = dg.AssetRecordsFilter(
+        asset_key=key, asset_partitions=None if partition is None else [partition]
+    )
+    found = instance.fetch_materializations(records, limit=1).records
+    return found[0] if found else None
+
+
+def recorded_version(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> str | None:
+    """The data version of the latest record of the asset `key`, if it has one."""
+    record = latest(instance, key, partition)
+    return None if record is None else (record.event_log_entry.tags or {}).get(DATA_VERSION_TAG)
+
+
+def provenance(
+    instance: dg.DagsterInstance,
+    loaded: LoadedProject,
+    name: str,
+    partition: str | None,
+    prefix: str | None,
+) -> dict[str, str]:
+    """The code version of the asset `name` and the data versions of its inputs as they are
+    recorded now: the tags Dagster writes on a materialization of it that its run makes."""
+    tags = {CODE_VERSION_TAG: code_version(loaded, name)}
+    for dependency in DEPENDENCIES[name]:
+        key = asset_key(dependency, prefix)
+        record = latest(instance, key, partition if dependency in RUN_ASSETS else None)
+        version = (
+            None if record is None else (record.event_log_entry.tags or {}).get(DATA_VERSION_TAG)
+        )
+        pointer = NO_POINTER if record is None else str(record.storage_id)
+        tags[INPUT_VERSION_TAG + key.to_user_string()] = version or UNKNOWN_INPUT
+        tags[INPUT_POINTER_TAG + key.to_user_string()] = pointer
+    return tags
+
+
+def record_inputs(
+    loaded: LoadedProject,
+    suites: tuple[str, ...],
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+) -> None:
+    """Record the inputs of a run as they are now, where they differ from the recorded ones:
+    each suite it ran (its partition of `suites`) and the judge prompts (`judge_prompts`)."""
+    tags = {LAUNCHED_BY: launched_by}
+    key = asset_key("suites", prefix)
+    for name in suites:
+        suite = loaded.suite(name)
+        version = metadata.suite_version(suite)
+        if recorded_version(instance, key, name) != version:
+            emit(
+                dg.AssetMaterialization(
+                    key,
+                    partition=name,
+                    metadata=metadata.suite(loaded, suite),
+                    tags={**tags, CODE_VERSION_TAG: FIXED, **data_version_tags(version)},
+                )
+            )
+    key = asset_key("judge_prompts", prefix)
+    if recorded_version(instance, key) != loaded.prompts_version:
+        emit(
+            dg.AssetMaterialization(
+                key,
+                metadata=metadata.prompts(loaded),
+                tags={
+                    **tags,
+                    CODE_VERSION_TAG: FIXED,
+                    **data_version_tags(loaded.prompts_version),
+                },
+            )
+        )
+
+
+def record_evaluation(
     evaluation: Evaluation,
     instance: dg.DagsterInstance,
-    keys: ProjectKeys,
+    emit: Callable[[Event], object],
     *,
+    prefix: str | None,
     launched_by: str,
     in_run: bool,
-) -> list[Event]:
-    """The materializations and check evaluations that record `evaluation`.
+) -> None:
+    """Record a run that no asset job made: its inputs, then each asset it made (each with
+    its provenance as recorded once the assets before it are), then the checks.
 
-    `in_run` says that a Dagster run logs them (the check of `report` is then the
+    `in_run` says that a Dagster run logs the events (the check of `report` is then the
     partition's); reported from outside a run, the check is the asset's, naming the run in
     its metadata: Dagster 1.13 stores one reported evaluation per partition, and a second
     one (after a rescore) breaks a unique key of its storage.
     """
-    loaded, archive = evaluation.loaded, evaluation.archive
-    run_id, version = archive.run_id, loaded.prompts_version
-    tags = {LAUNCHED_BY: launched_by}
-    versioned = {**tags, metadata.PROMPTS_VERSION_TAG: version}
-    events: list[Event] = []
-    for name in archive.manifest().suites:
-        suite = loaded.suite(name)
-        if metadata.recorded_suite_digest(instance, keys.asset("suites"), name) != suite.digest():
-            events.append(
-                dg.AssetMaterialization(
-                    keys.asset("suites"),
-                    partition=name,
-                    metadata=metadata.suite(loaded, suite),
-                    tags=tags,
-                )
-            )
-    if metadata.recorded_prompts_version(instance, keys.asset("judge_prompts")) != version:
-        events.append(
+    loaded, run_id = evaluation.loaded, evaluation.archive.run_id
+    suites = evaluation.archive.manifest().suites
+    record_inputs(loaded, suites, instance, emit, prefix=prefix, launched_by=launched_by)
+    add_run(instance, run_id, prefix)
+    for item in recorded(evaluation):
+        tags = {
+            LAUNCHED_BY: launched_by,
+            **provenance(instance, loaded, item.name, item.partition, prefix),
+            **data_version_tags(item.data_version),
+        }
+        emit(
             dg.AssetMaterialization(
-                keys.asset("judge_prompts"), metadata=metadata.prompts(loaded), tags=tags
-            )
-        )
-    if evaluation.attempted is not None:
-        events.append(
-            dg.AssetMaterialization(
-                keys.asset("evidence"),
-                partition=run_id,
-                metadata=metadata.evidence(evaluation.attempted),
+                asset_key(item.name, prefix),
+                partition=item.partition,
+                metadata=dict(item.metadata),
                 tags=tags,
             )
         )
-    events.append(
-        dg.AssetMaterialization(
-            keys.asset("verdicts"),
-            partition=run_id,
-            metadata=metadata.verdicts(evaluation.scoring, version),
-            tags=versioned,
+    if evaluation.report is not None:
+        regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
+        emit(regression.evaluation(asset_key("report", prefix), run_id if in_run else None))
+    if "grade" in evaluation.steps:
+        current = metadata.prompts_check(
+            loaded.prompts_version, latest_prompts_versions(instance, asset_key("verdicts", prefix))
         )
-    )
-    events.append(
-        dg.AssetMaterialization(
-            keys.asset("report"),
-            partition=run_id,
-            metadata=metadata.report(evaluation.report, archive),
-            tags=versioned,
-        )
-    )
-    regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
-    events.append(regression.evaluation(keys.asset("report"), run_id if in_run else None))
-    versions = latest_versions(instance, keys.asset("verdicts"))
-    versions[run_id] = version  # what this evaluation is about to record
-    prompts = metadata.prompts_check(version, versions)
-    events.append(prompts.evaluation(keys.asset("verdicts"), None))
-    return events
+        emit(current.evaluation(asset_key("verdicts", prefix), None))
 
 
-def record(evaluation: Evaluation, *, keys: ProjectKeys | None = None) -> None:
+def latest_prompts_versions(
+    instance: dg.DagsterInstance, key: dg.AssetKey
+) -> dict[str, str | None]:
+    """The prompts version that the latest materialization of each partition of `verdicts`
+    (the asset `key`) was graded with, by run partition."""
+    latest_by_run: dict[str, str | None] = {}
+    cursor = None
+    while True:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key), limit=500, cursor=cursor, ascending=True
+        )
+        for item in result.records:
+            materialization = item.asset_materialization
+            if materialization is None or materialization.partition is None:
+                continue
+            value = materialization.metadata.get("prompts_version")
+            text = value.value if isinstance(value, dg.TextMetadataValue) else value
+            latest_by_run[materialization.partition] = text if isinstance(text, str) else None
+        if not result.has_more:
+            return latest_by_run
+        cursor = result.cursor
+
+
+def record(evaluation: Evaluation) -> None:
     """Report a finished run or rescore of the CLI to the project's Dagster instance."""
-    keys = keys or keys_of(evaluation.paths.project_file)
+    prefix = prefix_of(evaluation.paths.project_file)
     with project_instance(evaluation.paths) as instance:
-        keys.add_run(instance, evaluation.archive.run_id)
-        for event in evaluation_events(evaluation, instance, keys, launched_by="cli", in_run=False):
-            instance.report_runless_asset_event(event)
+        record_evaluation(
+            evaluation,
+            instance,
+            instance.report_runless_asset_event,
+            prefix=prefix,
+            launched_by="cli",
+            in_run=False,
+        )

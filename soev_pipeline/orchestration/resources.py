@@ -1,8 +1,8 @@
-"""Resources: the evaluation project of a code location, and the runtime of one Dagster run."""
+"""The resources: the evaluation project of a code location, and the IO manager that stores
+nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -10,99 +10,75 @@ from pydantic import Field, PrivateAttr
 
 from soev_pipeline.core.errors import ProjectError, SealChangedError
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
-from soev_pipeline.runtime import RuntimeSession
 
-from .keys import ProjectKeys, keys_of
-
-
-@dataclass(frozen=True)
-class SoevProject:
-    """A loaded project with its paths and its Dagster keys: what a code location serves."""
-
-    loaded: LoadedProject
-    paths: ProjectPaths
-    keys: ProjectKeys
+from .keys import asset_key, check_name, runs_partitions
 
 
-def load_project(
-    project_file: Path | str, runs_dir: Path | str | None = None, keys: ProjectKeys | None = None
-) -> SoevProject:
+def load_project(project_file: Path | str, runs_dir: Path | str | None = None) -> LoadedProject:
     """Load the project for Dagster, with a changed seal reported by its count alone.
 
     `SealChangedError`'s own message lists the changed test cases; Dagster would keep it in
     its storage and show it in the UI, so here it becomes a `ProjectError` that counts
     them, raised outside the handler so that no chained exception carries the ids.
-
-    The keys are `keys`, else those `$SOEV_PROJECTS` gives the project, else the plain ones.
     """
     paths = ProjectPaths.of(project_file, runs_dir)
-    keys = keys if keys is not None else keys_of(paths.project_file)
     message = None
     try:
-        return SoevProject(load(paths.project_file, suite_cache=paths.suite_cache), paths, keys)
+        return load(paths.project_file, suite_cache=paths.suite_cache)
     except SealChangedError as exc:
         message = exc.aggregate_message
     raise ProjectError(message)
 
 
-class ProjectResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The evaluation project of this code location.
+class SoevProject(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The evaluation project of this code location: where it is, where its runs are, and
+    its name when several projects share the Dagster instance.
 
-    The location loads the project once to build its definitions and hands it to this
-    resource; a resource made from config alone loads it on first use.
+    The location loads the project once to build its definitions and hands it over
+    (`SoevProject.of`); a resource made from config alone loads it on first use.
     """
 
     project_file: str = Field(description="The path of the project's project.yaml.")
     runs_dir: str | None = Field(
         default=None, description="Where runs are archived; empty for runs/ beside the project."
     )
-    _project: SoevProject | None = PrivateAttr(default=None)
+    name: str | None = Field(
+        default=None,
+        description="The project's short name when several projects share the instance: "
+        "the prefix of its asset keys and run partitions; empty for the plain ones.",
+    )
+    _loaded: LoadedProject | None = PrivateAttr(default=None)
 
     @classmethod
-    def of(cls, project: SoevProject) -> ProjectResource:
+    def of(
+        cls, loaded: LoadedProject, runs_dir: Path | str | None = None, name: str | None = None
+    ) -> SoevProject:
+        """The resource of a loaded project."""
+        paths = ProjectPaths.of(loaded.path, runs_dir)
         resource = cls(
-            project_file=str(project.paths.project_file), runs_dir=str(project.paths.runs)
+            project_file=str(paths.project_file), runs_dir=str(paths.runs), name=check_name(name)
         )
-        resource._project = project
+        resource._loaded = loaded
         return resource
 
     @property
-    def project(self) -> SoevProject:
-        if self._project is None:
-            self._project = load_project(self.project_file, self.runs_dir)
-        return self._project
-
-    @property
     def loaded(self) -> LoadedProject:
-        return self.project.loaded
+        if self._loaded is None:
+            self._loaded = load_project(self.project_file, self.runs_dir)
+        return self._loaded
 
     @property
     def paths(self) -> ProjectPaths:
-        return self.project.paths
+        return ProjectPaths.of(self.project_file, self.runs_dir)
+
+    def key(self, name: str) -> dg.AssetKey:
+        """The key of this project's asset `name` in the instance."""
+        return asset_key(name, self.name)
 
     @property
-    def asset_keys(self) -> ProjectKeys:
-        return self.project.keys
-
-
-class RuntimeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The runtime session of one Dagster run: the provider is opened once for all its steps."""
-
-    _session: RuntimeSession | None = PrivateAttr(default=None)
-
-    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._session = RuntimeSession()
-
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-
-    @property
-    def session(self) -> RuntimeSession:
-        if self._session is None:
-            self._session = RuntimeSession()
-        return self._session
+    def runs_partitions(self) -> str:
+        """The name of this project's run partitions in the instance."""
+        return runs_partitions(self.name)
 
 
 class ArchiveOnly(dg.ConfigurableIOManager):

@@ -188,6 +188,11 @@ class Scoring:
     path: Path
     summary: GradingSummary
 
+    @classmethod
+    def read(cls, path: Path) -> Scoring:
+        """The scoring archived in the folder `path`."""
+        return cls(path, GradingSummary.model_validate_json((path / SCORING).read_bytes()))
+
 
 async def grade(
     loaded: LoadedProject,

@@ -1,4 +1,4 @@
-"""The services of one command: runtime providers, the built-in one, and the session."""
+"""The services of one command: runtime providers, the built-in one, and opening them."""
 
 from .builtin import BuiltinRuntime, check_reachable, open_project_judge
 from .providers import (
@@ -9,7 +9,6 @@ from .providers import (
     RuntimeProvider,
 )
 from .resolve import open_runtime, resolve_runtime
-from .session import RuntimeSession
 
 __all__ = [
     "BUILTIN",
@@ -18,7 +17,6 @@ __all__ = [
     "Operation",
     "RuntimeBindings",
     "RuntimeProvider",
-    "RuntimeSession",
     "check_reachable",
     "open_project_judge",
     "open_runtime",

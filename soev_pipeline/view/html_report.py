@@ -26,6 +26,8 @@ from .pages import Filters, case_row, run_page, when
 from .render import FileLinks, file_csp, render, stylesheet
 from .store import NotFound, RunStore
 
+HTML_REPORT = "report.html"
+"""The name of the HTML report that every run's aggregate step writes beside report.json."""
 MAX_ATTEMPTS_WRITTEN = 2000
 """Failing dev cases are read for the file until their attempts reach this count."""
 CASE_BYTES = 3_000_000

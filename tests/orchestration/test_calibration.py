@@ -1,4 +1,4 @@
-"""The judge's calibration in Dagster (SPEC.md section 11): the `labels` and
+"""The judge's calibration in Dagster (docs/judge.md): the `labels` and
 `judge_calibration` assets, the check `judge_agrees_with_labels`, staleness after a label or
 prompt edit, and the prompts watch calibrating again."""
 
@@ -124,17 +124,21 @@ def test_a_label_edit_makes_the_calibration_stale_and_the_watch_calibrates_again
         for suite in defs.resolve_assets_def("suites").partitions_def.get_partition_keys():  # type: ignore[union-attr]
             load = defs.resolve_job_def("load_suites")
             assert load.execute_in_process(instance=instance, partition_key=suite).success
-        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
+        with dg.build_sensor_context(
+            instance=instance, repository_def=repository, resources=defs.resources
+        ) as context:
             assert not watch.evaluate_tick(context).run_requests
         fresh = get_stale_status_resolver(instance, list(defs.assets or []))
         assert fresh.get_status(CALIBRATION) == StaleStatus.FRESH
 
         # the judge now disagrees with a person on the refusal: κ falls below 0.6
         write_labels(project, [(PRIVACY_MESSAGE, True), ("Nee.", True), ("Ja.", False)])
-        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
+        with dg.build_sensor_context(
+            instance=instance, repository_def=repository, resources=defs.resources
+        ) as context:
             (request,) = watch.evaluate_tick(context).run_requests or []
-        assert request.run_key is not None and request.run_key.startswith("labels-")
-        assert set(request.asset_selection or []) == {LABELS, CALIBRATION}
+        assert request.job_name == "check_prompts"
+        assert request.run_key is not None and request.run_key.startswith("prompts-")
 
         assert _materialize(defs, instance, LABELS).success
         stale = get_stale_status_resolver(instance, list(defs.assets or []))
@@ -142,22 +146,30 @@ def test_a_label_edit_makes_the_calibration_stale_and_the_watch_calibrates_again
         calibrated = _materialize(defs, instance, CALIBRATION)
         (check,) = calibrated.get_asset_check_evaluations()
         assert not check.passed and "behaviour.expected" in (check.description or "")
-        with dg.build_sensor_context(instance=instance) as context:
+        with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
             assert not watch.evaluate_tick(context).run_requests
 
 
 @pytest.mark.e2e
-def test_a_prompt_edit_makes_the_calibration_stale(project: Path) -> None:
+def test_a_prompt_edit_makes_the_calibration_stale_until_it_is_measured_again(
+    project: Path,
+) -> None:
+    """Without a reload: the definitions the UI holds show it stale once the edited prompts
+    are recorded, and fresh once the judge is measured with them."""
     rubric = project.parent / "rubrics" / "termijn.md"
-    defs = definitions_for(project)
+    shown = definitions_for(project)
     with dg.instance_for_test() as instance:
-        assert _materialize(defs, instance, PROMPTS, LABELS, CALIBRATION).success
+        assert _materialize(shown, instance, PROMPTS, LABELS, CALIBRATION).success
         rubric.write_text("Noemt het antwoord de termijn?\n", encoding="utf-8")
         changed = definitions_for(project)
-        resolver = get_stale_status_resolver(instance, list(changed.assets or []))
+        assert _materialize(changed, instance, PROMPTS).success
+        resolver = get_stale_status_resolver(instance, list(shown.assets or []))
         assert resolver.get_status(CALIBRATION) == StaleStatus.STALE
         causes = resolver.get_stale_root_causes(CALIBRATION)
-        assert any("code version" in cause.reason for cause in causes)
+        assert any("new data version" in cause.reason for cause in causes)
+        assert _materialize(changed, instance, CALIBRATION).success
+        resolver = get_stale_status_resolver(instance, list(shown.assets or []))
+        assert resolver.get_status(CALIBRATION) == StaleStatus.FRESH
 
 
 @pytest.mark.e2e

@@ -25,6 +25,7 @@ from tests.support.thread_api import FakeThreadAPI
 pytestmark = pytest.mark.usefixtures("no_instance_left_current")
 
 REPO = Path(__file__).resolve().parents[2]
+OP = "attempt_grade_aggregate"
 
 
 def add_rubric(project_path: Path) -> Path:
@@ -46,11 +47,22 @@ def add_rubric(project_path: Path) -> Path:
     return rubric
 
 
-def _evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, run_id: str) -> Any:
+def evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, run_id: str) -> Any:
     instance.add_dynamic_partitions("runs", [run_id])
     return defs.resolve_job_def("evaluate").execute_in_process(
         instance=instance, partition_key=run_id
     )
+
+
+def status(defs: dg.Definitions, instance: dg.DagsterInstance, name: str, run: str) -> Any:
+    """Dagster's own stale status of a run partition, as the UI of `defs` shows it."""
+    resolver = get_stale_status_resolver(instance, list(defs.assets or []))
+    return resolver.get_status(dg.AssetKey(name), run)
+
+
+def causes(defs: dg.Definitions, instance: dg.DagsterInstance, name: str, run: str) -> list[str]:
+    resolver = get_stale_status_resolver(instance, list(defs.assets or []))
+    return [cause.reason for cause in resolver.get_stale_root_causes(dg.AssetKey(name), run)]
 
 
 def _event_texts(instance: dg.DagsterInstance) -> str:
@@ -77,16 +89,48 @@ def test_definitions_load(project_path: Path) -> None:
         "labels",
         "judge_calibration",
     }
-    for job in ("evaluate", "rescore", "load_suites"):
-        assert defs.resolve_job_def(job) is not None
-    ops = {node.name for node in defs.resolve_job_def("evaluate").nodes}
-    assert {"attempt", "grade", "aggregate"} <= ops
+    steps = {
+        spec.key.to_user_string(): spec.tags["soev/step"] for spec in defs.resolve_all_asset_specs()
+    }
+    assert steps == {
+        "suites": "load",
+        "judge_prompts": "load",
+        "evidence": "attempt",
+        "verdicts": "grade",
+        "report": "aggregate",
+        "labels": "load",
+        "judge_calibration": "calibrate",
+    }
+    evaluate_nodes = {node.name for node in defs.resolve_job_def("evaluate").nodes}
+    assert {OP, "load_prompts"} <= evaluate_nodes
     assert {node.name for node in defs.resolve_job_def("load_suites").nodes} == {"load"}
     assert defs.resolve_schedule_def("nightly").cron_schedule == "0 2 * * *"
     suites = defs.resolve_assets_def("suites")
     assert suites.partitions_def is not None
     assert suites.partitions_def.get_partition_keys() == ["kern", "privacy"]
+    assert defs.resolve_job_def("evaluate").tags["soev/system"].startswith("127.0.0.1:")
     dg.Definitions.validate_loadable(defs)
+
+
+def test_the_prompts_are_data_and_the_kinds_are_code(project_path: Path) -> None:
+    """A prompt edit changes no code version (the prompts are the data version of
+    `judge_prompts`); the grading's code version is the versions of the kinds in use."""
+    defs = build_definitions(project_path)
+    versions = {
+        key.to_user_string(): version
+        for assets in defs.assets or []
+        for key, version in assets.code_versions_by_key.items()  # type: ignore[union-attr]
+    }
+    add_rubric(project_path)
+    changed = build_definitions(project_path)
+    after = {
+        key.to_user_string(): version
+        for assets in changed.assets or []
+        for key, version in assets.code_versions_by_key.items()  # type: ignore[union-attr]
+    }
+    assert versions["evidence"] == after["evidence"] == "1"
+    assert versions["verdicts"] != after["verdicts"]  # rubric.judge is now a kind in use
+    assert all(version for version in after.values())
 
 
 def test_no_job_pickles_an_output(project_path: Path) -> None:
@@ -128,21 +172,22 @@ def test_evaluate_then_rescore(
     monkeypatch.setenv("SOEV_VIEW_URL", "http://127.0.0.1:8766/")
     defs = build_definitions(project_path)
     with dg.instance_for_test() as instance:
-        result = _evaluate(defs, instance, "m1")
+        result = evaluate(defs, instance, "m1")
         assert result.success
         assert len(system.texts) == 7  # 6 cases, kern-002 of two turns
         archive = RunArchive(project_path.parent / "runs", "m1")
         assert len(list(archive.iter_evidence())) == 6
         report = archive.latest_report()
         assert report is not None and report["suites"]["kern"]["cases"] == 4
-        evidence = result.asset_materializations_for_node("attempt")[0].metadata
-        assert evidence["attempts"].value == 6
-        assert evidence["failed_attempts"].value == 1
-        verdicts = result.asset_materializations_for_node("grade")[0].metadata
-        assert verdicts["verdicts_fail"].value == 1
-        metadata = result.asset_materializations_for_node("aggregate")[0].metadata
+        made = {m.asset_key.to_user_string(): m for m in result.asset_materializations_for_node(OP)}
+        assert set(made) == {"evidence", "verdicts", "report"}
+        assert made["evidence"].metadata["attempts"].value == 6
+        assert made["evidence"].metadata["failed_attempts"].value == 1
+        assert made["verdicts"].metadata["verdicts_fail"].value == 1
+        metadata = made["report"].metadata
         assert metadata["pass_rate/kern"].value == pytest.approx(0.5)
         assert metadata["pass_rate/split/test"].value == pytest.approx(0.5)
+        assert 0 <= metadata["pass_rate_ci95_low"].value <= 0.5
         assert metadata["verdicts/fail"].value == 1
         assert str(archive.path) in str(metadata["archive"].value)
         html = Path(str(metadata["html_report"].value))
@@ -151,6 +196,11 @@ def test_evaluate_then_rescore(
         assert failing and all(case_id in html.read_text(encoding="utf-8") for case_id in failing)
         assert SECRET not in html.read_text(encoding="utf-8")
         assert metadata["viewer"].value == "http://127.0.0.1:8766/runs/m1"
+        checks = result.get_asset_check_evaluations()
+        assert {check.check_name for check in checks} == {
+            "no_significant_regression",
+            "graded_with_current_prompts",
+        }
 
         requests = len(system.requests)
         rescored = defs.resolve_job_def("rescore").execute_in_process(
@@ -159,50 +209,69 @@ def test_evaluate_then_rescore(
         assert rescored.success
         assert len(system.requests) == requests
         assert [path.name for path in archive.scorings()] == ["0001", "0002"]
+        assert (archive.scorings()[-1] / "report.html").exists()
         texts = _event_texts(instance)
         assert "pass_rate" in texts
         assert SECRET not in texts and "kern-t01" not in texts and "priv-t01" not in texts
 
 
 @pytest.mark.e2e
-def test_changed_rubric_makes_verdicts_stale(project_path: Path, system: FakeThreadAPI) -> None:
+def test_a_prompt_edit_makes_verdicts_and_reports_stale_without_a_reload(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    """The UI keeps the definitions it loaded; the prompts watch's run loads them anew and
+    records the edited prompts. Dagster's own staleness follows, in the definitions the UI
+    still holds: the verdicts and the report graded with the old prompts go stale, and a
+    rescore makes them fresh again."""
     rubric = add_rubric(project_path)
-    defs = build_definitions(project_path)
-    key = dg.AssetKey("verdicts")
+    shown = build_definitions(project_path)  # what the UI holds, never reloaded below
     with dg.instance_for_test() as instance:
-        assert _evaluate(defs, instance, "s1").success
-        fresh = get_stale_status_resolver(instance, list(defs.assets or []))
-        assert fresh.get_status(key, "s1") == StaleStatus.FRESH
-        check = (
-            defs.resolve_job_def("rescore")
-            .execute_in_process(instance=instance, partition_key="s1")
-            .get_asset_check_evaluations()
-        )
-        assert check and all(evaluation.passed for evaluation in check)
+        assert evaluate(shown, instance, "s1").success
+        assert status(shown, instance, "verdicts", "s1") == StaleStatus.FRESH
+        assert status(shown, instance, "report", "s1") == StaleStatus.FRESH
 
-        rubric.write_text("Is het antwoord helder en volledig?\n", encoding="utf-8")
-        changed = build_definitions(project_path)
-        resolver = get_stale_status_resolver(instance, list(changed.assets or []))
-        assert resolver.get_status(key, "s1") == StaleStatus.STALE
-        causes = resolver.get_stale_root_causes(key, "s1")
-        assert any("code version" in cause.reason for cause in causes)
-
-        assert _evaluate(changed, instance, "s2").success
-        evaluations = [
-            evaluation
-            for event in instance.get_records_for_run(instance.get_runs(limit=1)[0].run_id).records
-            if (evaluation := _check_evaluation(event)) is not None
+        rubric.write_text("Is het antwoord helder en volledig?\n- goed\n- slecht\n", "utf-8")
+        watched = build_definitions(project_path)  # a run's process loads the project anew
+        checked = watched.resolve_job_def("check_prompts").execute_in_process(instance=instance)
+        assert checked.success
+        assert status(shown, instance, "verdicts", "s1") == StaleStatus.STALE
+        assert "has a new data version" in causes(shown, instance, "verdicts", "s1")
+        assert status(shown, instance, "report", "s1") == StaleStatus.STALE
+        (current,) = [
+            check
+            for check in checked.get_asset_check_evaluations()
+            if check.check_name == "graded_with_current_prompts"
         ]
-        assert evaluations and not evaluations[-1].passed
-        outdated = evaluations[-1].metadata["outdated"].value
-        assert "s1" in str(outdated) and "s2" not in str(outdated)
+        assert not current.passed and "s1" in str(current.metadata["outdated"].value)
+
+        assert (
+            watched.resolve_job_def("rescore")
+            .execute_in_process(instance=instance, partition_key="s1")
+            .success
+        )
+        assert status(shown, instance, "verdicts", "s1") == StaleStatus.FRESH
+        assert status(shown, instance, "report", "s1") == StaleStatus.FRESH
+        assert status(shown, instance, "evidence", "s1") == StaleStatus.FRESH
 
 
-def _check_evaluation(record: Any) -> Any:
-    event = record.event_log_entry.dagster_event
-    if event is not None and event.event_type_value == "ASSET_CHECK_EVALUATION":
-        return event.event_specific_data
-    return None
+@pytest.mark.e2e
+def test_a_selection_that_skips_a_step_fails_with_one_line(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    defs = build_definitions(project_path)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("runs", ["g1"])
+        job = defs.resolve_implicit_global_asset_job_def()
+        result = job.execute_in_process(
+            instance=instance,
+            partition_key="g1",
+            asset_selection=[dg.AssetKey("evidence"), dg.AssetKey("report")],
+            raise_on_error=False,
+        )
+        assert not result.success
+        (failure,) = [event for event in result.all_events if event.is_step_failure]
+        assert "a run's steps follow each other" in str(failure.step_failure_data.error)
+        assert system.requests == []
 
 
 def test_the_nightly_schedule_asks_for_a_named_run_at_its_cron(project_path: Path) -> None:

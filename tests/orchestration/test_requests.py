@@ -10,10 +10,12 @@ import dagster as dg
 import pytest
 
 from soev_pipeline.orchestration import definitions_for
-from soev_pipeline.orchestration.requests import EVALUATE_OP, REQUESTED_RUN
+from soev_pipeline.orchestration.new_evaluation import EVALUATE_OP, REQUESTED_RUN
+from soev_pipeline.project import load as load_project
 from soev_pipeline.run import RunArchive
+from tests.conftest import write_project
 from tests.orchestration.test_definitions import add_rubric
-from tests.support.thread_api import FakeThreadAPI
+from tests.support.thread_api import NOWHERE, FakeThreadAPI
 
 pytestmark = pytest.mark.usefixtures("no_instance_left_current")
 
@@ -58,6 +60,25 @@ def test_a_new_evaluation_runs_at_once_and_records_its_partition(
         ]
         assert check.passed and check.partition == run_id
         assert instance.get_runs(filters=dg.RunsFilter(job_name="evaluate")) == []
+
+
+@pytest.mark.e2e
+def test_an_evaluation_that_cannot_reach_the_assistant_leaves_no_partition(
+    tmp_path: Path,
+) -> None:
+    """It fails with the CLI's one line before anything is archived, and adds no run
+    partition that a backfill would later stumble on."""
+    project = write_project(tmp_path / "down", NOWHERE)
+    defs = definitions_for(project)
+    with dg.instance_for_test() as instance:
+        result = _request(defs, instance, run_id="down1")
+        assert not result.success
+        (failure,) = [event for event in result.all_events if event.is_step_failure]
+        error = failure.step_failure_data.error  # type: ignore[union-attr]
+        assert error is not None and "Traceback" not in error.message
+        assert "127.0.0.1" in error.message
+        assert instance.get_dynamic_partitions("runs") == []
+        assert not RunArchive(project.parent / "runs", "down1").exists()
 
 
 def test_a_request_refuses_a_bad_selection_with_one_line(project_path: Path) -> None:
@@ -114,7 +135,9 @@ def test_the_watch_records_the_suites_and_notices_a_prompt_edit_without_a_reload
     def tick(instance: dg.DagsterInstance) -> dg.SensorExecutionData:
         watch = defs.resolve_sensor_def("prompts_watch")
         repository = defs.get_repository_def()  # within the instance: Dagster reads its state
-        with dg.build_sensor_context(instance=instance, repository_def=repository) as context:
+        with dg.build_sensor_context(
+            instance=instance, repository_def=repository, resources=defs.resources
+        ) as context:
             return watch.evaluate_tick(context)
 
     with dg.instance_for_test() as instance:
@@ -133,8 +156,7 @@ def test_the_watch_records_the_suites_and_notices_a_prompt_edit_without_a_reload
         assert not quiet.run_requests and quiet.skip_message
         rubric.write_text("Is het antwoord helder en volledig?\n", encoding="utf-8")
         (request,) = tick(instance).run_requests or []
-        edited = definitions_for(project_path)  # what the run that the request starts loads
-        version = edited.resolve_assets_def("verdicts").code_versions_by_key[
-            dg.AssetKey("verdicts")
-        ]
-        assert request.run_key == f"prompts-{version}"
+        edited = load_project(project_path)  # what the run that the request starts loads
+        assert request.job_name == "check_prompts"
+        assert request.run_key is not None
+        assert request.run_key.startswith(f"prompts-{edited.prompts_version}-")

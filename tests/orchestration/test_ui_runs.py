@@ -13,9 +13,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from soev_pipeline.orchestration.failures import INTERRUPTED
 from soev_pipeline.orchestration.instance import ensure_instance
-from soev_pipeline.orchestration.requests import EVALUATE_OP
-from soev_pipeline.orchestration.steps import INTERRUPTED
+from soev_pipeline.orchestration.new_evaluation import EVALUATE_OP
 from tests.conftest import write_project
 from tests.support.dagster_ui import DagsterUI
 from tests.support.thread_api import FakeThreadAPI, Reply

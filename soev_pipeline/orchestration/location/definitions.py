@@ -22,7 +22,6 @@ import dagster as dg
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.orchestration.definitions import definitions_for
-from soev_pipeline.orchestration.keys import ProjectKeys
 from soev_pipeline.project.listing import listed_projects
 
 DEMO_PROJECT = Path(__file__).resolve().parents[3] / "examples" / "demo" / "project.yaml"
@@ -34,7 +33,7 @@ def listed(name: str) -> dg.Definitions:
     """The definitions of the project `$SOEV_PROJECTS` lists as `name`."""
     for item in listed_projects() or []:
         if item.name == name:
-            return definitions_for(item.project_file, item.runs_dir, keys=ProjectKeys(item.name))
+            return definitions_for(item.project_file, item.runs_dir, name=item.name)
     raise ProjectError(f"$SOEV_PROJECTS: no project named {name!r} is listed")
 
 

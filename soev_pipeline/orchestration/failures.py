@@ -16,6 +16,15 @@ INTERRUPTED = (
 )
 
 
+def _interruption(exc: BaseException) -> bool:
+    """Whether `exc` is (or holds, from a task group) the interruption of a terminated run."""
+    if isinstance(exc, dg.DagsterExecutionInterruptedError | KeyboardInterrupt):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_interruption(inner) for inner in exc.exceptions)
+    return False
+
+
 @contextmanager
 def one_line_errors(project_file: Path | str = "project.yaml") -> Iterator[None]:
     """Turn a user error raised in the block into a `Failure` with its one-line message, and
@@ -28,11 +37,12 @@ def one_line_errors(project_file: Path | str = "project.yaml") -> Iterator[None]
         return
     except dg.Failure:
         raise
-    except dg.DagsterExecutionInterruptedError:
-        message = INTERRUPTED
-    except Exception as exc:
-        if not is_user_error(exc):
+    except BaseException as exc:
+        if _interruption(exc):
+            message = INTERRUPTED
+        elif isinstance(exc, Exception) and is_user_error(exc):
+            message = explain(exc, project_file)
+        else:
             raise
-        message = explain(exc, project_file)
     # raised outside the handler, so that no chained exception carries a traceback of ours
     raise dg.Failure(description=message, allow_retries=False)
