@@ -1,5 +1,5 @@
-"""`load` as the cli reference has it: what it reads, its flags, and each error it raises,
-naming the file, the case and the field (and never a test case)."""
+"""`load` (docs/python-api.md#what-is-public, docs/project.md): what it reads, its flags, and
+each error it raises, naming the file, the case and the field (and never a test case)."""
 
 from __future__ import annotations
 
