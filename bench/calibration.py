@@ -1,6 +1,7 @@
 """Simulation of the corrected rate's interval, and the time a calibration takes.
 
-The interval of `corrected_pass_rate` (SPEC.md section 11) is a claim: a 95 % interval that
+The interval of `corrected_pass_rate` (docs/statistics.md#the-corrected-rate) is a claim: a
+95 % interval that
 carries the uncertainty of the judge's pass rate q over a run and of its recalls r and s
 measured on human labels. This checks it through the product's own functions
 (`calibration.judged_rate`, `calibration.corrected_interval`) on simulated projects:

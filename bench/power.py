@@ -1,4 +1,4 @@
-"""Simulation of the comparison gate and of `plan` (SPEC.md section 10, "Planning").
+"""Simulation of the comparison gate and of `plan` (docs/statistics.md#the-simulation).
 
 The statistics of `compare` and `plan` are claims; this checks them on simulated projects,
 through the product's own functions (`run.compare.compare_rates`, `run.plan.plan`,

@@ -16,7 +16,7 @@ loopback, middleware, page building, templates; no network). Prints, in seconds:
 Each figure of a first request comes from a process of its own. Then it writes the HTML
 report of a `--report-attempts` run and prints its size, its time and how many of the
 failing dev cases it holds whole.
-The targets (SPEC.md section 12, issue 18): the run page under 1 s, a case page under
+The targets (docs/view.md#large-runs, issue 18): the run page under 1 s, a case page under
 200 ms, the report of a 2,000-attempt run under 5 MB.
 
     python bench/view.py                          # 20,000 attempts over 5,000 cases (k = 4)

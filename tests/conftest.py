@@ -1,8 +1,8 @@
-"""Shared fixtures: a small project written to SPEC.md and its fake system on 127.0.0.1, the
-session's own Dagster instance folder, and the language detector, whose model loads slowly.
+"""Shared fixtures: a small project and its fake system on 127.0.0.1, the session's own
+Dagster instance folder, and the language detector, whose model loads slowly.
 
 `SECRET` (from tests/support/project.py) sits in the test cases of this project and of the
-SPEC project: the e2e tests check that it reaches no output, report or Dagster event log."""
+full project: the e2e tests check that it reaches no output, report or Dagster event log."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The systems under test: arms that run an attempt of a case and return its evidence.
 
-`SoevThreadArm` speaks the soev chat-thread API (SPEC.md section 6); `ChatCompletionsArm`
-any OpenAI-compatible `chat/completions` endpoint. Both take a client from
+`SoevThreadArm` speaks the soev chat-thread API (docs/systems.md#the-soev-thread-api);
+`ChatCompletionsArm` any OpenAI-compatible `chat/completions` endpoint. Both take a client from
 `create_http_client`; `create_arm` picks the arm that the project's `system.kind` names.
 docs/systems.md describes how they speak, retry and record failures.
 """

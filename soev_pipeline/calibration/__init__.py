@@ -1,5 +1,6 @@
-"""Judge calibration (SPEC.md section 11): human labels of judged criteria, read and written;
-the judge measured against them; a run's judged rates corrected for what they find.
+"""Judge calibration (docs/judge.md#is-the-judge-right-calibration-against-human-labels):
+human labels of judged criteria, read and written; the judge measured against them; a run's
+judged rates corrected for what they find.
 
     from soev_pipeline.calibration import calibrate
     from soev_pipeline.project import ProjectPaths, load

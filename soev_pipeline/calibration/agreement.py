@@ -1,4 +1,5 @@
-"""How well a judge agrees with people, and people with each other (SPEC.md section 11).
+"""How well a judge agrees with people, and people with each other
+(docs/statistics.md#the-judge-against-people).
 
 Plain formulas over counts, each worked by hand in tests/calibration/test_agreement.py and
 explained in docs/statistics.md. A judge's `error` is its *fail*: the judge fails closed,

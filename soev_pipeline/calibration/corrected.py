@@ -1,4 +1,5 @@
-"""A judged pass rate corrected for the judge's measured errors (SPEC.md section 11).
+"""A judged pass rate corrected for the judge's measured errors
+(docs/statistics.md#the-corrected-rate).
 
 A judge that passes a fail now and then, or fails a pass, biases every rate it grades. With
 its pass recall r = P(judge pass | human pass) and fail recall s = P(judge fail | human
@@ -10,7 +11,7 @@ person would give is (Rogan and Gladen, 1978)
 clipped to [0, 1], and unknown when r + s ≤ 1 (a judge no better than a coin).
 
 The interval carries the uncertainty of all three estimates, by a parametric bootstrap. q
-comes from the run's attempts, clustered by case as every rate of SPEC.md section 10: its
+comes from the run's attempts, clustered by case as every rate of docs/statistics.md: its
 effective size m is the one that makes a binomial as wide as the clustered standard error.
 r and s come from the labelled items. Each is drawn from its Jeffreys distribution,
 Beta(hits + ½, misses + ½), θ is computed for each draw, and the interval is the 2.5th and

@@ -1,4 +1,4 @@
-"""Human labels of judged criteria (SPEC.md section 11): the line model, reading, appending.
+"""Human labels of judged criteria (docs/judge.md#labels): the line model, reading, appending.
 
 A label file is JSON Lines, one `LabelLine` a line, appended by the viewer's label form
 (and by hand). Reading never stops at a bad line: it is left out and reported as
@@ -39,8 +39,9 @@ FIXED_LABELS: Mapping[str, tuple[str, ...]] = {
     "behaviour.expected": ("answer", "refuse", "abstain"),
     "privacy.names": ("none", "name"),
 }
-"""The judge's labels of the kinds that ask one question per attempt (SPEC.md section 9);
-`rubric.judge` takes its labels from the criterion's parameters (`label_choices`)."""
+"""The judge's labels of the kinds that ask one question per attempt
+(docs/judge.md#how-a-request-is-graded); `rubric.judge` takes its labels from the criterion's
+parameters (`label_choices`)."""
 
 _BUILTIN = builtin_registry()
 JUDGED_KINDS: frozenset[str] = frozenset(
@@ -117,7 +118,8 @@ class LabelLine(FrozenModel):
         )
 
     def to_line(self) -> str:
-        """The label as one line of JSON (keys in the order of SPEC.md, no newline inside)."""
+        """The label as one line of JSON (keys in the order of docs/judge.md#labels, no
+        newline inside)."""
         return self.model_dump_json(exclude_none=True)
 
 

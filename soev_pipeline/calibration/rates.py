@@ -1,11 +1,12 @@
 """The judge's pass rates over a run's attempts, per judged criterion and per kind.
 
-These are the q of the corrected rates (SPEC.md section 11): for each judged criterion, the
-share of its verdicts that passed, among those that passed, failed or erred (an error is
-the judge's fail here as in the labels' figures; not applicable counts nowhere). Attempts
-that did not run (SPEC.md section 10: no connection, HTTP 429 or 5xx, interrupted) are left
-out: no person labels an answer that was never given. Test cases count, as in every
-aggregate. Counts are kept per case, the unit of the run's statistics.
+These are the q of the corrected rates (docs/statistics.md#the-corrected-rate): for each
+judged criterion, the share of its verdicts that passed, among those that passed, failed or
+erred (an error is the judge's fail here as in the labels' figures; not applicable counts
+nowhere). Attempts that did not run (docs/statistics.md#attempts-that-did-not-run: no
+connection, HTTP 429 or 5xx, interrupted) are left out: no person labels an answer that was
+never given. Test cases count, as in every aggregate. Counts are kept per case, the unit of
+the run's statistics.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What `soev-evals calibrate` finds, as typed models: what `calibrate --json` prints.
 
-Field order is the order of the JSON keys (SPEC.md section 11). The keys of a run's
-corrected rates (`judge_pass_rate` and on) appear only when a run was given.
+Field order is the order of the JSON keys (docs/judge.md#the-json-of-calibrate). The keys
+of a run's corrected rates (`judge_pass_rate` and on) appear only when a run was given.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class ConfusionTable(FrozenModel):
 
 
 class CriterionFigures(FrozenModel):
-    """How a judged criterion's judge agrees with the people (SPEC.md section 11).
+    """How a judged criterion's judge agrees with the people (docs/judge.md#the-json-of-calibrate).
 
     `items` counts the items that a majority of people decided; `ties` those they split
     on evenly, which count only in `human_agreement` and `human_kappa`. `labels` is the

@@ -1,4 +1,5 @@
-"""Calibrate the judge on the project's human labels (SPEC.md section 11), as one function.
+"""Calibrate the judge on the project's human labels, as one function
+(docs/judge.md#soev-evals-calibrate).
 
 `calibrate` reads the project's label files, grades every labelled item with the judge it
 is given, and measures the judge against the people per judged criterion and overall; with

@@ -1,4 +1,5 @@
-"""`soev-evals calibrate` and the corrected rates of `report RUN --json` (SPEC.md section 11).
+"""`soev-evals calibrate` and the corrected rates of `report RUN --json`
+(docs/judge.md#soev-evals-calibrate).
 
 The parser part is imported with the command line, so it imports nothing heavy; the
 project, the judge and the figures are imported when the command runs.

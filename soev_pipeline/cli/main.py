@@ -1,4 +1,4 @@
-"""The `soev-evals` command: run, report, rescore, seal (SPEC.md section 8)."""
+"""The `soev-evals` command: run, report, rescore, seal (docs/runs.md#the-command-line)."""
 
 from __future__ import annotations
 

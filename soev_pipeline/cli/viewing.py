@@ -1,4 +1,4 @@
-"""`soev-evals view` and `report RUN --html FILE` (SPEC.md section 12).
+"""`soev-evals view` and `report RUN --html FILE` (docs/view.md).
 
 The parser part is imported with the command line, so it imports nothing heavy; the
 viewer, uvicorn and the project are imported when the command runs."""

@@ -142,7 +142,7 @@ class Sources(FrozenModel):
 
 
 def _check_source_id(source: str) -> None:
-    """Refuse an id that is not a path of segments joined by `/` (SPEC.md section 3).
+    """Refuse an id that is not a path of segments joined by `/` (docs/project.md#source-ids).
 
     Raises:
         ValueError: the id is empty, or has an empty segment or spaces around a segment.

@@ -1,4 +1,5 @@
-"""The power of a paired comparison: `detectable_drop` and `plan` (SPEC.md section 10).
+"""The power of a paired comparison: `detectable_drop` and `plan`
+(docs/statistics.md#power-what-a-suite-detects-and-how-many-cases-it-needs).
 
 `compare` tests a group with the exact sign test over its pairs of case rates. How often
 that test notices a drop depends on how the cases' pass probabilities π_i are spread, and

@@ -1,4 +1,4 @@
-"""The model of project.yaml (SPEC.md section 2)."""
+"""The model of project.yaml (docs/project.md#projectyaml)."""
 
 from __future__ import annotations
 

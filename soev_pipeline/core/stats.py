@@ -1,4 +1,4 @@
-"""Error bars and paired comparisons of pass rates (SPEC.md section 10).
+"""Error bars and paired comparisons of pass rates (docs/statistics.md).
 
 The unit is the case: the attempts of a case are one cluster, summed up in its pass rate
 `s_i`. Every figure here is a plain formula over those rates; docs/statistics.md explains

@@ -1,4 +1,4 @@
-"""The corpus lookup: the units of law an assistant may cite (SPEC.md section 4)."""
+"""The corpus lookup: the units of law an assistant may cite (docs/project.md#the-corpus-lookup)."""
 
 from .lookup import CorpusLookup, load_corpus
 from .unit import CorpusUnit

@@ -1,4 +1,5 @@
-"""Source ids: paths of segments such as `BWBR0005537/artikel-6:7/lid-1` (SPEC.md section 3).
+"""Source ids: paths of segments such as `BWBR0005537/artikel-6:7/lid-1`
+(docs/project.md#source-ids).
 
 A source id names a unit of law: the regulation first, then the levels below it. The
 citation criteria compare the ids that a reply cites with the sources of a case, either

@@ -1,4 +1,4 @@
-"""One unit of the corpus lookup (SPEC.md section 4)."""
+"""One unit of the corpus lookup (docs/project.md#the-corpus-lookup)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The thread API of SPEC.md section 6: routes, thread state, and the event stream of a turn.
+"""The soev thread API (docs/systems.md#the-soev-thread-api): routes, thread state, and the
+event stream of a turn.
 
 Each thread keeps its user turns, its durable events and its state. A turn runs while
 its stream is written; the thread is `running` until the stream ends, and a follow-up
@@ -98,7 +99,7 @@ class ThreadService:
         token: when set, every request must carry `Authorization: Bearer <token>`.
         envelopes: send durable events as the real service does, wrapped in
             `{type, position, id, stream, seq, actor, origin, ts, payload}`; otherwise
-            `data` is the payload itself, as SPEC.md section 6 writes it.
+            `data` is the payload itself.
     """
 
     def __init__(

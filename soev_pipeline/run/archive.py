@@ -1,4 +1,4 @@
-"""The run archive on disk (SPEC.md section 7).
+"""The run archive on disk (docs/runs.md#the-archive).
 
     runs/<run_id>/manifest.json
     runs/<run_id>/evidence.jsonl               one attempt a line, appended as each finishes
@@ -366,7 +366,7 @@ class RunArchive:
         """Yield the archived evidence a line at a time.
 
         The last line is skipped when it does not decode or parse (a crash cut it short),
-        never fatal (SPEC.md section 7). A broken line with lines after it is damage, not a
+        never fatal (docs/runs.md#the-archive). A broken line with lines after it is damage, not a
         crash: it stops the reading with an error that names its line number. A line whose
         attempt number lies outside 0..k-1 of the run's manifest was not written by the
         run: it is skipped, with a warning that names it (unless `warn` is false: a second

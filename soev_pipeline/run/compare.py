@@ -1,4 +1,5 @@
-"""Compare two runs of a project case by case, like with like (SPEC.md section 10).
+"""Compare two runs of a project case by case, like with like
+(docs/statistics.md#two-runs-paired-differences-and-the-sign-test).
 
 Each run contributes, for every case its latest scoring graded (test cases included), the
 passes of the attempts that ran, in attempt order, and how many did not run (`run.unrun`).

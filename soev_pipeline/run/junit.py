@@ -1,4 +1,4 @@
-"""The report as JUnit XML, for CI systems (SPEC.md section 10).
+"""The report as JUnit XML, for CI systems (docs/ci.md#the-junit-file).
 
 A `<testsuite>` per suite; a `<testcase classname="SUITE" name="CASE_ID">` per dev case,
 failing when its pass rate is below 1 with the verdicts that failed it; the test split of

@@ -1,4 +1,5 @@
-"""Aggregate a scoring into the report of SPEC.md sections 8 and 10.
+"""Aggregate a scoring into the report (docs/runs.md#the-report), with the error bars and
+the comparison of docs/statistics.md.
 
 Test cases count in the aggregates only: the `cases` list, the comparison's case lists and
 everything else that names a case hold dev cases alone.
@@ -114,8 +115,8 @@ def build_report(
     the attempts that did not run count as failed, and in `unrun_attempts`. Without it,
     only the planned attempts of a graded case that have no graded line did not run. With
     `previous`, the attempts of the previous run, `previous` of the report holds the
-    comparison with it (SPEC.md section 10), at the default alpha and share of attempts
-    that may not have run.
+    comparison with it (docs/statistics.md#two-runs-paired-differences-and-the-sign-test),
+    at the default alpha and share of attempts that may not have run.
     """
     collector = AttemptsCollector(manifest.k, ledger)
     scores: dict[str, list[AttemptScore]] = defaultdict(list)

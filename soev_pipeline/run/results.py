@@ -2,8 +2,8 @@
 
 Each model is what one file of a scoring folder holds: a `GradedAttempt` is a line of
 `verdicts.jsonl`, a `GradingSummary` is `scoring.json`, a `Report` is what `report RUN
---json` prints (SPEC.md section 8) and, without its `cases`, which the verdicts hold,
-`report.json`. Field order is the order of the JSON keys.
+--json` prints (docs/runs.md#the-reports-fields) and, without its `cases`, which the
+verdicts hold, `report.json`. Field order is the order of the JSON keys.
 `docs/report.schema.json` is generated from `Report` by `scripts/report_schema.py`.
 """
 
@@ -53,10 +53,10 @@ class GroupFigures(FrozenModel):
 
     The means are null for a group without cases. `pass_at` holds the unbiased pass@j
     estimate for every j up to the smallest number of attempts of a case, keyed by j.
-    `stderr`, `ci95` and `detectable_drop` are the error bars of `pass_rate` (SPEC.md
-    section 10), with the case as the unit. `unrun_attempts` did not run (infrastructure
-    failures, interruptions); they count in `attempts` and as failed. A report written
-    before they were counted reads as 0.
+    `stderr`, `ci95` and `detectable_drop` are the error bars of `pass_rate`
+    (docs/statistics.md#one-run-stderr-ci95-and-detectable_drop), with the case as the
+    unit. `unrun_attempts` did not run (infrastructure failures, interruptions); they count
+    in `attempts` and as failed. A report written before they were counted reads as 0.
     """
 
     cases: int
@@ -101,8 +101,8 @@ class UnrunPair(FrozenModel):
 
 class CalibratedRate(FrozenModel):
     """A judged criterion's rate in a run, corrected for the judge's errors that the human
-    labels measured (SPEC.md section 11); `report RUN --json` adds it when the project has
-    labels, and report.json never holds it.
+    labels measured (docs/statistics.md#the-corrected-rate); `report RUN --json` adds it
+    when the project has labels, and report.json never holds it.
 
     `items`, `judge_errors`, `kappa` and the recalls measure the judge on the labelled items
     of the kind (an error counted as its fail);
@@ -195,7 +195,8 @@ class CaseResult(FrozenModel):
 
 
 class PairedGroup(FrozenModel):
-    """A group of cases that two runs share (SPEC.md section 10): the change and its test.
+    """A group of cases that two runs share: the change and its test
+    (docs/statistics.md#two-runs-paired-differences-and-the-sign-test).
 
     The rates are those of the first m attempts that ran in both runs, case by case.
     `p_holm` is the p-value adjusted over one family, every group of the comparison with
@@ -278,7 +279,7 @@ class Comparison(FrozenModel):
 
 
 class Report(FrozenModel):
-    """The report of one scoring (SPEC.md section 8).
+    """The report of one scoring (docs/runs.md#the-reports-fields).
 
     Test cases count in `suites`, `splits` and `criteria` alone: `cases` holds dev cases only.
     `unrun` counts the attempts of the run that did not run, with their codes (a case none

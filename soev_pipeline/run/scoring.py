@@ -1,4 +1,4 @@
-"""Scoring (SPEC.md section 5): an attempt's score and pass, and the figures over attempts.
+"""Scoring (docs/runs.md#scoring): an attempt's score and pass, and the figures over attempts.
 
 For one attempt:
 - score = Σ weight·[pass] / Σ weight over the verdicts with status pass or fail; None when
@@ -22,8 +22,9 @@ from .results import GroupFigures
 
 @dataclass(frozen=True, slots=True)
 class AttemptScore:
-    """The score and pass of one attempt, and whether it ran (SPEC.md section 10): an
-    attempt that did not run counts as failed."""
+    """The score and pass of one attempt, and whether it ran
+    (docs/statistics.md#attempts-that-did-not-run): an attempt that did not run counts as
+    failed."""
 
     score: float | None
     passed: bool

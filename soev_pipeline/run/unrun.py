@@ -1,4 +1,5 @@
-"""Attempts that did not run (SPEC.md section 10): the answers the harness could not get.
+"""Attempts that did not run (docs/statistics.md#attempts-that-did-not-run): the answers the
+harness could not get.
 
 An attempt did not run when a turn of it (of the case or of a variant) failed for a reason
 of infrastructure: the system could not be reached (`connect_error`), or it answered HTTP

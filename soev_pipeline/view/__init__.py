@@ -1,4 +1,4 @@
-"""Looking at runs (SPEC.md section 12): the viewer's web application and the HTML report."""
+"""Looking at runs (docs/view.md): the viewer's web application and the HTML report."""
 
 from .app import create_app, warm_up
 from .html_report import HTML_REPORT, render_html_report, write_html_report

@@ -1,4 +1,4 @@
-"""The viewer's web application (`soev-evals view`, SPEC.md section 12), on Starlette.
+"""The viewer's web application (`soev-evals view`, docs/view.md), on Starlette.
 
 Pages are server-rendered; the endpoints that read files are plain functions, which
 Starlette runs in its thread pool, so a large run being indexed never stalls the others.

@@ -264,7 +264,7 @@ def changed_case(
 
 
 def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) -> ComparePage:
-    """A run against its baseline (`previous`, or a run id): section 10's figures, then the
+    """A run against its baseline (`previous`, or a run id): the figures of `compare`, then the
     regressed cases, a page at a time, and the improved ones.
 
     Raises:

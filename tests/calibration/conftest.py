@@ -1,4 +1,4 @@
-"""The project of the calibration tests: the SPEC project of tests/support/project.py, whose
+"""The project of the calibration tests: the full project of tests/support/project.py, whose
 cases use `behaviour.expected` (priv-001), `nuggets.coverage` and `rubric.judge` (kern-001),
 and its label files."""
 
@@ -34,7 +34,7 @@ def line(
     label: str | None = None,
     note: str | None = None,
 ) -> str:
-    """One label line of SPEC.md section 11, as a label file holds it."""
+    """One label line (docs/judge.md#labels), as a label file holds it."""
     return LabelLine.of(
         case_id=case_id,
         reply=reply,

@@ -1,5 +1,6 @@
-"""The judge against the people, and people against each other: each formula of SPEC.md
-section 11 against values worked by hand (docs/statistics.md shows the same work)."""
+"""The judge against the people, and people against each other: each formula of
+docs/statistics.md#the-judge-against-people against values worked by hand (the page shows the
+same work)."""
 
 from __future__ import annotations
 

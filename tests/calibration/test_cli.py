@@ -1,5 +1,5 @@
-"""`soev-evals calibrate` and `report --json` through the command line (SPEC.md section 11),
-against the fake system and a fake judge on 127.0.0.1."""
+"""`soev-evals calibrate` and `report --json` through the command line
+(docs/judge.md#soev-evals-calibrate), against the fake system and a fake judge on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def rules(body: dict[str, Any]) -> Response:
 
 @dataclass
 class Calibrated:
-    """The SPEC project after `run --run-id r1`, with labels of its replies and bad lines."""
+    """The full project after `run --run-id r1`, with labels of its replies and bad lines."""
 
     project: Path
     judge: FakeChatCompletions

@@ -1,4 +1,4 @@
-"""Label lines (SPEC.md section 11): the model, reading with left-out lines, appending."""
+"""Label lines (docs/judge.md#labels): the model, reading with left-out lines, appending."""
 
 from __future__ import annotations
 

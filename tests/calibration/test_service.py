@@ -34,7 +34,7 @@ PROMPTS = load_prompts()
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """The SPEC project, with `compare.equivalent` on kern-001 and `nuggets.coverage` on
+    """The full project, with `compare.equivalent` on kern-001 and `nuggets.coverage` on
     kern-002 (which has no nugget)."""
     path = write_project(tmp_path / "p", "http://127.0.0.1:9/", "http://127.0.0.1:9/v1/")
 

@@ -1,5 +1,5 @@
-"""The parser of the command line of SPEC.md section 8: its options and defaults, and usage
-errors that exit 2 with one line."""
+"""The parser of the command line (docs/runs.md#the-command-line): its options and defaults,
+and usage errors that exit 2 with one line."""
 
 from __future__ import annotations
 

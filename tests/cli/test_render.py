@@ -1,5 +1,5 @@
-"""The plain tables of section 10: what they say about small groups, attempts that did not
-run, inconclusive comparisons and plans that cannot answer yet."""
+"""The plain tables of the figures of docs/statistics.md: what they say about small groups,
+attempts that did not run, inconclusive comparisons and plans that cannot answer yet."""
 
 from __future__ import annotations
 

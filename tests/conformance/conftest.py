@@ -1,5 +1,5 @@
-"""The black-box tests of SPEC.md: `soev-evals` against the fakes of tests/support, one path per
-section of the contract and every class of bad input.
+"""The black-box tests: `soev-evals` against the fakes of tests/support, one path per page of
+docs/ that describes what a user sees, and every class of bad input.
 
 Running a command costs seconds, so the one full run, `baseline`, is shared by every test
 that only reads it, and a test that must change a project works on a `copy` of it, finished
@@ -42,7 +42,7 @@ def forgetful(text: str, history: list[str]) -> Reply:
 
 @dataclass
 class Baseline:
-    """The SPEC project after `run --run-id b0`, `run --run-id b1 --k 2` and `rescore b1`, in
+    """The full project after `run --run-id b0`, `run --run-id b1 --k 2` and `rescore b1`, in
     a Dagster instance of its own, with what its system and judge were asked."""
 
     project: Path

@@ -1,4 +1,4 @@
-"""The run archive through the CLI (SPEC.md sections 7 and 8): the options of `run`, a resume
+"""The run archive through the CLI (docs/runs.md): the options of `run`, a resume
 after a crash, a rescore with the criteria as they are now, and sealing the test split."""
 
 from __future__ import annotations

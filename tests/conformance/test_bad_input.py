@@ -1,4 +1,4 @@
-"""Bad input through the CLI (SPEC.md sections 2-4, 7 and 8): each class of mistake gives one
+"""Bad input through the CLI (docs/project.md, docs/runs.md): each class of mistake gives one
 line naming the file, the case and the field, exit status 1 (2 for a usage error), no
 traceback and no test case content; it asks the system nothing and loses nothing archived.
 

@@ -1,4 +1,4 @@
-"""`python -m soev_pipeline` (SPEC.md section 8) in a process of its own, against the reference
+"""`python -m soev_pipeline` (docs/runs.md) in a process of its own, against the reference
 assistant: the one test of what a real process prints, logs included."""
 
 from __future__ import annotations

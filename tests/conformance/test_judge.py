@@ -1,4 +1,4 @@
-"""The judge through the CLI (SPEC.md section 9): how the baseline asked it, its cache across
+"""The judge through the CLI (docs/judge.md): how the baseline asked it, its cache across
 commands, and what a judge that answers garbage gives."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`soev-evals report RUN [--json]` of the baseline (SPEC.md sections 5 and 8): its shape, the
-figures of section 5, and no test case in anything a command printed."""
+"""`soev-evals report RUN [--json]` of the baseline (docs/runs.md#the-report): its shape, the
+figures of docs/runs.md#scoring, and no test case in anything a command printed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""`soev-evals run` of the SPEC project (sections 1-4, 6 and 7), read from the shared baseline:
-the Dagster assets, the archive, and how the system under test was spoken to."""
+"""`soev-evals run` of the full project, read from the shared baseline: the Dagster assets
+(docs/dagster.md), the archive (docs/runs.md#the-archive), and how the system under test was
+spoken to (docs/systems.md#the-soev-thread-api)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Runtime providers through the CLI (SPEC.md section 9, the cli reference): an entry point in
-the group soev.evals.runtimes, written as the reference's example, and each way it can fail."""
+"""Runtime providers through the CLI (docs/extending.md#a-runtime-provider-package): an entry
+point in the group soev.evals.runtimes, written as the example there, and each way it can fail."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.support.thread_api import FakeThreadAPI
 pytestmark = pytest.mark.e2e
 
 RUNTIME_MODULE = '''\
-"""The RuntimeProvider example of the cli reference, with the JudgeLLM example adapter."""
+"""A runtime provider as docs/extending.md writes one, with a JudgeLLM adapter of its own."""
 
 import json
 import os

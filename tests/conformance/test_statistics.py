@@ -1,10 +1,11 @@
-"""SPEC.md section 10 through the CLI: error bars in the report, compare, gates, JUnit, plan,
+"""docs/statistics.md through the CLI: error bars in the report, compare, gates, JUnit, plan,
 and runs whose attempts did not run.
 
-The figures are recomputed here from the archived verdicts with the formulas of the
-section, written out again on purpose rather than imported; `detectable_drop`, which the
-section lets the product compute by a method of its own, is checked against that method
-(`core.power`) fed with moments recomputed here.
+The figures are recomputed here from the archived verdicts with the formulas of that page,
+written out again on purpose rather than imported; `detectable_drop`, which the product
+computes by a method of its own
+(docs/statistics.md#power-what-a-suite-detects-and-how-many-cases-it-needs), is checked
+against that method (`core.power`) fed with moments recomputed here.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _expected(counts: list[tuple[int, int]], k: int) -> dict[str, Any]:
     c = 1 + Z * Z / m
     centre = (p + Z * Z / (2 * m)) / c
     half = Z * math.sqrt(p * (1 - p) / m + Z * Z / (4 * m * m)) / c
-    # the population of section 10's power: E[π] and the unbiased E[π²] of k ≥ 2 attempts
+    # the population of the power model: E[π] and the unbiased E[π²] of k ≥ 2 attempts
     second = sum(c * (c - 1) / (t * (t - 1)) for c, t in counts) / n
     drop = detectable_drop(CasePopulation.of(p, second), n, k) if n > 1 else None
     return {"pass_rate": p, "stderr": se, "ci95": [centre - half, centre + half], "drop": drop}

@@ -1,4 +1,4 @@
-"""The formulas of SPEC.md section 10, against values worked out by hand."""
+"""The formulas of docs/statistics.md, against values worked out by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`load` as the cli reference has it: what it reads, its flags, and each error it raises,
-naming the file, the case and the field (and never a test case)."""
+"""`load` (docs/python-api.md#what-is-public, docs/project.md): what it reads, its flags, and
+each error it raises, naming the file, the case and the field (and never a test case)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ URL = "http://127.0.0.1:9/"
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    """The project of SPEC.md sections 2-4."""
+    """The full project of tests/support/project.py (docs/project.md)."""
     return write_project(tmp_path / "p", URL, URL + "v1/")
 
 

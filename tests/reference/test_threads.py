@@ -1,5 +1,5 @@
-"""The reference server speaks the thread API of SPEC.md section 6 over real HTTP: black-box
-tests of the reference assistant, end to end."""
+"""The reference server speaks the soev thread API (docs/systems.md#the-soev-thread-api) over
+real HTTP: black-box tests of the reference assistant, end to end."""
 
 from __future__ import annotations
 

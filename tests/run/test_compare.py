@@ -1,5 +1,6 @@
-"""Comparing two runs (SPEC.md section 10): pairing like with like, one Holm family,
-attempts that did not run, inconclusive comparisons, dev-only names."""
+"""Comparing two runs (docs/statistics.md#two-runs-paired-differences-and-the-sign-test):
+pairing like with like, one Holm family, attempts that did not run, inconclusive comparisons,
+dev-only names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoring (SPEC.md section 5): weights, gates, errors, not_applicable, threshold, pass@k."""
+"""Scoring (docs/runs.md#scoring): weights, gates, errors, not_applicable, threshold, pass@k."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Attempts that did not run (SPEC.md section 10): one classification, by status and code,
-and the ledger of a run's planned attempts read from its evidence."""
+"""Attempts that did not run (docs/statistics.md#attempts-that-did-not-run): one
+classification, by status and code, and the ledger of a run's planned attempts read from its
+evidence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RuntimeBindings and RuntimeProvider as the cli reference has them."""
+"""RuntimeBindings and RuntimeProvider as docs/extending.md#a-runtime-provider-package has them."""
 
 from __future__ import annotations
 

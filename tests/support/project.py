@@ -1,4 +1,4 @@
-"""The project of SPEC.md sections 2-4, every key set, and the assistant it is written for.
+"""The full project: every key of docs/project.md set, and the assistant it is written for.
 
 `write_project` lays out project.yaml (with a judge, hooks, a corpus and a rubric), two
 suites over three files, and a test case of each suite that holds `SECRET`. `legal_answer`
@@ -113,7 +113,7 @@ CORPUS = [
 
 
 def project_yaml(system_url: str, judge_url: str | None) -> dict[str, Any]:
-    """project.yaml with every key of SPEC.md section 2."""
+    """project.yaml with every key of docs/project.md#projectyaml."""
     project: dict[str, Any] = {
         "name": "wetwijzer",
         "system": {

@@ -1,4 +1,5 @@
-"""A fake soev thread API (SPEC.md section 6), for every test that needs a system under test.
+"""A fake soev thread API (docs/systems.md#the-soev-thread-api), for every test that needs a
+system under test.
 
 `FakeThreadAPI(script)` opens threads, takes follow-up inputs and deletes threads as the
 real API does: 201 with `X-Soev-Thread-Id` and an SSE stream, 409 `thread_active` while a

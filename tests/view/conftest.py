@@ -1,6 +1,6 @@
 """A project with two graded runs, made through the run API in a second (no Dagster).
 
-The project is SPEC.md's (tests/support/project.py): a judge, hooks, a corpus, a rubric, and
+The project is the full one (tests/support/project.py): a judge, hooks, a corpus, a rubric, and
 a test case of each suite that holds `SECRET`. Run `b0` (k = 1) answered well; run `b1`
 (k = 2), a day later, answered case kern-001 with a hostile reply (`HOSTILE`) that cites
 nothing, so kern-001 regressed; priv-001 answers where it must refuse in both runs (its

@@ -3,7 +3,7 @@ Playwright), as a person uses them: find a failing case through the filters, rea
 and verdicts, open the comparison, record a label; a hostile reply stays inert, no request
 leaves the server, and the HTML file opens with the network blocked.
 
-The project is SPEC.md's, run twice through `soev-evals run` against the fakes: run `r1`
+The project is the full one, run twice through `soev-evals run` against the fakes: run `r1`
 answered well, run `r2` (k = 2) answered the deadline question with markup and no citation.
 Screenshots of every page land in the test's folder.
 """
@@ -39,7 +39,7 @@ class Project:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
-    """SPEC.md's project after `run --run-id r1` and, one release later, `run --run-id r2 --k 2`."""
+    """The full project after `run --run-id r1` and, one release later, `run --run-id r2 --k 2`."""
     hostile = {"on": False}
 
     def answer(text: str, history: list[str]) -> Reply:
