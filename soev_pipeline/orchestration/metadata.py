@@ -197,9 +197,9 @@ class CheckOutcome:
 def regression(report: Report, *, run_id: str | None = None) -> CheckOutcome:
     """`no_significant_regression` of a report: fails (ERROR) when a group regressed
     significantly against the previous run, and warns (WARN) when the gate cannot decide
-    because too many attempts did not run, in the run or in its baseline (SPEC.md section
-    10: `inconclusive`). `run_id` names the run in the metadata (where the evaluation is not
-    the partition's own)."""
+    because too many attempts did not run, in the run or in its baseline (`inconclusive`:
+    docs/statistics.md#two-runs-paired-differences-and-the-sign-test). `run_id` names the
+    run in the metadata (where the evaluation is not the partition's own)."""
     named: dict[str, Any] = {"run": run_id} if run_id is not None else {}
     previous = report.previous
     if report.inconclusive:

@@ -1,4 +1,5 @@
-"""The judge's calibration in Dagster (docs/judge.md): the `labels` and
+"""The judge's calibration in Dagster
+(docs/judge.md#is-the-judge-right-calibration-against-human-labels): the `labels` and
 `judge_calibration` assets, the check `judge_agrees_with_labels`, staleness after a label or
 prompt edit, and the prompts watch calibrating again."""
 
@@ -44,7 +45,8 @@ def judge() -> Iterator[FakeChatCompletions]:
 
 @pytest.fixture
 def project(tmp_path: Path, judge: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The SPEC project with its judge, and four labels of priv-001's behaviour."""
+    """The full project (tests/support/project.py) with its judge, and four labels of
+    priv-001's behaviour."""
     for name in ("SOEV_API_KEY", "JUDGE_API_KEY", "TENANT_ID"):
         monkeypatch.setenv(name, "x")
     path = write_project(tmp_path / "p", "http://127.0.0.1:9/", judge.url)
