@@ -47,11 +47,14 @@ from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
 AFTER_THE_RUN = (
+    "soev_pipeline.view.html_report",  # for the HTML report the aggregate step writes
+    "matplotlib.figure",
     "soev_pipeline.orchestration.record",
     "dagster._core.storage.sqlite_storage",  # what opening a local instance imports
     "pandas",
 )
-"""What `run` imports while its attempts run: to record the run, and to print its report."""
+"""What `run` imports while its attempts run: to write its HTML report, to record the run,
+and to print its report."""
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:

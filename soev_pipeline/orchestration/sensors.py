@@ -6,7 +6,7 @@ from soev_pipeline.calibration import labels_version
 
 from . import metadata
 from .jobs import check_prompts, load_suites
-from .record import recorded_version
+from .record import latest, recorded_version
 from .resources import SoevProject
 
 
@@ -32,23 +32,34 @@ def prompts_watch(context: dg.SensorEvaluationContext, project: SoevProject) -> 
         dg.RunRequest(
             job_name=load_suites.name,
             partition_key=suite.name,
-            run_key=f"suite-{suite.name}-{suite.digest()[:16]}",
+            run_key=f"suite-{suite.name}-{version}-after-{_last(instance, key, suite.name)}",
         )
         for suite in loaded.suites
-        if recorded_version(instance, project.key("suites"), suite.name)
-        != metadata.suite_version(suite)
+        for key, version in [(project.key("suites"), metadata.suite_version(suite))]
+        if recorded_version(instance, key, suite.name) != version
     ]
     prompts = loaded.prompts_version_on_disk()
     labels = labels_version(loaded.directory, loaded.project.labels)
+    prompts_key, labels_key = project.key("judge_prompts"), project.key("labels")
     if (
-        recorded_version(instance, project.key("judge_prompts")) != prompts
-        or recorded_version(instance, project.key("labels")) != labels
+        recorded_version(instance, prompts_key) != prompts
+        or recorded_version(instance, labels_key) != labels
     ):
+        after = f"{_last(instance, prompts_key)}.{_last(instance, labels_key)}"
         requests.append(
-            dg.RunRequest(job_name=check_prompts.name, run_key=f"prompts-{prompts}-{labels}")
+            dg.RunRequest(
+                job_name=check_prompts.name, run_key=f"prompts-{prompts}-{labels}-after-{after}"
+            )
         )
     if requests:
         return dg.SensorResult(run_requests=requests)
     return dg.SensorResult(
         skip_reason=f"the suites, prompts and labels are recorded as they are ({prompts})"
     )
+
+
+def _last(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None) -> int:
+    """The storage id of the latest record of `key` (0 for none): in a request's run key, so
+    that a change back to an earlier version is asked for again, not taken for a repeat."""
+    record = latest(instance, key, partition)
+    return 0 if record is None else record.storage_id

@@ -130,6 +130,7 @@ def test_the_watch_records_the_suites_and_notices_a_prompt_edit_without_a_reload
     project_path: Path,
 ) -> None:
     rubric = add_rubric(project_path)
+    original = rubric.read_text(encoding="utf-8")
     defs = definitions_for(project_path)
 
     def tick(instance: dg.DagsterInstance) -> dg.SensorExecutionData:
@@ -160,3 +161,16 @@ def test_the_watch_records_the_suites_and_notices_a_prompt_edit_without_a_reload
         assert request.job_name == "check_prompts"
         assert request.run_key is not None
         assert request.run_key.startswith(f"prompts-{edited.prompts_version}-")
+
+        # recorded, then edited back: the old prompts are asked for again, not taken for a
+        # request that was made already
+        recorded = definitions_for(project_path).resolve_job_def("check_prompts")
+        assert recorded.execute_in_process(instance=instance).success
+        assert not tick(instance).run_requests
+        rubric.write_text(original, encoding="utf-8")
+        (again,) = tick(instance).run_requests or []
+        assert again.job_name == "check_prompts"
+        (first_prompts,) = [r.run_key for r in first if r.job_name == "check_prompts"]
+        assert again.run_key != first_prompts
+        assert again.run_key is not None and first_prompts is not None
+        assert again.run_key.split("-after-")[0] == first_prompts.split("-after-")[0]
