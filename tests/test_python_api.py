@@ -4,15 +4,22 @@ notebook would use them (docs/python-api.md)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import soev_pipeline
 from soev_pipeline import evaluate, rescore
+from soev_pipeline.api import execute, run_sync
 from soev_pipeline.core.errors import ArmError, ProjectError
 from soev_pipeline.run import RunArchive
 from soev_pipeline.run.progress import Progress, Step
+from soev_pipeline.run.service import RunSelection
+from soev_pipeline.runtime import BuiltinRuntime, RuntimeBindings, resolve
 from tests.conftest import write_project
 from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply
 
@@ -117,3 +124,40 @@ def test_limits_are_refused_before_anything_is_archived(
         evaluate(project_path, run_id="big", k=setting.get("k", 1))
     assert not (project_path.parent / "runs" / "big").exists()
     assert system.requests == []
+
+
+class Publishing:
+    """The built-in provider, with a tracker that remembers the runs it was given."""
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        self.inner = BuiltinRuntime(state_dir)
+        self.published: list[str] = []
+
+    @asynccontextmanager
+    async def open(self, loaded: Any, *, operation: Any) -> AsyncIterator[RuntimeBindings]:
+        async with self.inner.open(loaded, operation=operation) as bindings:
+            yield dataclasses.replace(bindings, tracker=self)
+
+    async def publish(self, *, manifest: dict[str, Any], report: dict[str, Any]) -> None:
+        self.published.append(str(report["run_id"]))
+
+
+def test_every_call_of_execute_leaves_the_same_files_and_publishes_only_a_new_run(
+    project_path: Path, system: FakeThreadAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules every front end shares live in `execute`: each scoring gets report.json and
+    report.html, and the tracker gets a run whose evidence the same call made."""
+    provider = Publishing()
+    monkeypatch.setattr(resolve, "resolve_runtime", lambda name, state=None: provider)
+    made = run_sync(execute(project_path, "e1", selection=RunSelection(suites=("kern",))))
+    assert made.steps == ("attempt", "grade", "aggregate") and provider.published == ["e1"]
+    rescored = run_sync(execute(project_path, "e1", steps=["grade", "aggregate"]))
+    reported = run_sync(execute(project_path, "e1", steps=["aggregate"]))
+    assert provider.published == ["e1"]  # neither a rescore nor a report again publishes
+    for evaluation in (made, rescored):
+        assert evaluation.html_report is not None and evaluation.html_report.exists()
+        assert (evaluation.html_report.parent / "report.json").exists()
+    assert reported.scoring is not None and rescored.scoring is not None
+    assert reported.scoring.path == rescored.scoring.path  # the latest scoring, reported again
+    with pytest.raises(ValueError, match="contiguous"):
+        run_sync(execute(project_path, "e1", steps=["attempt", "aggregate"]))
