@@ -75,7 +75,7 @@ def test_a_person_starts_an_evaluation_and_reads_its_report(tmp_path: Path, page
             assert len(system.texts) > 0
 
             page.goto(f"{ui.url}/assets/report?view=overview")
-            page.get_by_text("pass_rate/overall", exact=True).first.wait_for()
-            page.get_by_text("pass_rate_ci95_high/overall", exact=True).first.wait_for()
+            page.get_by_text("pass_rate", exact=True).first.wait_for()
+            page.get_by_text("pass_rate_ci95_high", exact=True).first.wait_for()
             page.get_by_text("Checks", exact=True).first.click()
             page.get_by_text("no_significant_regression").first.wait_for()

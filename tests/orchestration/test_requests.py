@@ -8,6 +8,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from soev_pipeline.orchestration import definitions_for
 from soev_pipeline.orchestration.new_evaluation import EVALUATE_OP, REQUESTED_RUN
@@ -60,6 +62,10 @@ def test_a_new_evaluation_runs_at_once_and_records_its_partition(
         ]
         assert check.passed and check.partition == run_id
         assert instance.get_runs(filters=dg.RunsFilter(job_name="evaluate")) == []
+        # recorded with Dagster's provenance, as the asset job records: fresh now
+        resolver = get_stale_status_resolver(instance, list(defs.assets or []))
+        for name in ("evidence", "verdicts", "report"):
+            assert resolver.get_status(dg.AssetKey(name), run_id) == StaleStatus.FRESH, name
 
 
 @pytest.mark.e2e
