@@ -30,7 +30,7 @@ test: $(STAMP) ## run every test: the fast tier and the black-box (e2e) tests
 test-fast: $(STAMP) ## run the fast tier only (pytest -m "not e2e"), on two processes
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not e2e" -n 2
 
-ui: $(STAMP) ## open the demo project in the Dagster UI (with the reference assistant running)
+ui: $(STAMP) ## open the demo project in the Dagster UI (dg dev, the reference assistant, a viewer)
 	$(BIN)/python scripts/ui.py
 
 lint: $(STAMP) ## ruff lint and format check

@@ -1,4 +1,4 @@
-"""`dagster dev` on a project, as a person would run it, and its GraphQL API.
+"""`dg dev` on a project, as a person would run it, and its GraphQL API.
 
 `DagsterUI(project, home)` starts the webserver and the daemon on a free port of 127.0.0.1
 for the project (through the repository's workspace.yaml and `$SOEV_PROJECT`), waits until
@@ -44,8 +44,8 @@ class DagsterUI:
         }
 
     def __enter__(self) -> DagsterUI:
-        dagster = Path(sys.executable).with_name("dagster")
-        command = [str(dagster), "dev", "-w", str(self.workspace), "-p", str(self.port)]
+        dg = Path(sys.executable).with_name("dg")
+        command = [str(dg), "dev", "-w", str(self.workspace), "-p", str(self.port)]
         self._log = self.log.open("w")
         self._process = subprocess.Popen(
             command,
@@ -58,7 +58,7 @@ class DagsterUI:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"dagster dev ended: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(f"dg dev ended: {self.log.read_text()[-2000:]}")
             try:
                 if self.location_loaded():
                     return self
@@ -66,7 +66,7 @@ class DagsterUI:
                 pass
             time.sleep(0.5)
         self.__exit__()
-        raise RuntimeError("dagster dev did not load the code location in time")
+        raise RuntimeError("dg dev did not load the code location in time")
 
     def __exit__(self, *exc: object) -> None:
         try:
