@@ -46,11 +46,11 @@ def reference_assistant(*options: str, port: int = 0) -> Iterator[str]:
 
 
 @contextmanager
-def viewer(project: Path, env: dict[str, str], port: int = 0) -> Iterator[str]:
-    """Run `soev-evals view` of `project` on `port` (0: a free one); yield its base URL; stop
-    it. Its first line of output is `soev-evals view of 'name': URL`."""
+def viewer(project: Path, runs: Path, env: dict[str, str], port: int = 0) -> Iterator[str]:
+    """Run `soev-evals view` of `project` with its runs in `runs` on `port` (0: a free one);
+    yield its base URL; stop it. Its first line of output is `soev-evals view of 'name': URL`."""
     command = [sys.executable, "-m", "soev_pipeline", "view", "--project", str(project)]
-    command += ["--port", str(port)]
+    command += ["--runs-dir", str(runs), "--port", str(port)]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
     )

@@ -1,13 +1,13 @@
 """`make ui`: open a project (default: the demo) in the Dagster UI.
 
 Starts the reference assistant, so that runs launched from the UI have a system to talk
-to, and the viewer of the project's runs (`soev-evals view`, whose run pages each report's
-metadata links to: `$SOEV_VIEW_URL`); points `DAGSTER_HOME` at the instance the CLI uses
-for the project (so runs started with `soev-evals run` show here); and runs `dg dev`,
-which serves the code location that `[tool.dg]` in pyproject.toml names or, with
-`$SOEV_PROJECTS` set, a workspace file (written into the instance folder) that serves every
-listed project as a code location of its own. Arguments go to `dg dev`
-(`python scripts/ui.py -p 3001`).
+to, and a viewer (`soev-evals view`) of each project's runs, whose run pages the reports'
+metadata link to (`$SOEV_VIEW_URL`, or `$SOEV_VIEW_URL_<NAME>` for each project of
+`$SOEV_PROJECTS`); points `DAGSTER_HOME` at the instance the CLI uses for the project (so
+runs started with `soev-evals run` show here); and runs `dg dev`, which serves the code
+location that `[tool.dg]` in pyproject.toml names or, with `$SOEV_PROJECTS` set, a
+workspace file (written into the instance folder) that serves every listed project as a
+code location of its own. Arguments go to `dg dev` (`python scripts/ui.py -p 3001`).
 
 Ctrl-C, SIGTERM and SIGHUP stop everything it started within seconds. `dg dev` runs in a
 process group of its own, so that this script alone decides the order: it interrupts
@@ -34,7 +34,7 @@ from reference import port_is_free, reference_assistant, viewer
 from soev_pipeline.orchestration.instance import ensure_instance
 from soev_pipeline.orchestration.location import workspace_for
 from soev_pipeline.project import ProjectPaths
-from soev_pipeline.project.listing import listed_projects
+from soev_pipeline.project.listing import listed_projects, view_url_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PORT = 8765
@@ -90,11 +90,24 @@ def _serve() -> int:
         }
         if sys.prefix != sys.base_prefix:  # as if activated: dg warns about another one
             env["VIRTUAL_ENV"] = sys.prefix
-        # the viewer of the project's runs: each report's metadata links to its run page
-        view_port = VIEW_PORT if port_is_free(VIEW_PORT) else 0
-        view = stack.enter_context(viewer(paths.project_file, env, view_port))
-        env["SOEV_VIEW_URL"] = view
-        print(f"reference assistant at {url}; viewer at {view}", file=sys.stderr)
+        # one viewer per project, each at the address its code location links to
+        views: dict[str | None, str] = {}
+        if listed:
+            for item in listed:
+                runs = ProjectPaths.of(item.project_file, item.runs_dir).runs
+                views[item.name] = stack.enter_context(viewer(item.project_file, runs, env))
+        else:
+            view_port = VIEW_PORT if port_is_free(VIEW_PORT) else 0
+            views[None] = stack.enter_context(
+                viewer(paths.project_file, paths.runs, env, view_port)
+            )
+        for name, view in views.items():
+            env[view_url_env(name)] = view
+        shown = [
+            f"viewer of {name} at {view}" if name else f"viewer at {view}"
+            for name, view in views.items()
+        ]
+        print("; ".join([f"reference assistant at {url}", *shown]), file=sys.stderr)
         print(f"Dagster instance in {home}", file=sys.stderr)
         if port != DEMO_PORT:
             print(

@@ -30,6 +30,9 @@ from soev_pipeline.core.errors import ProjectError, validation_problem
 from .files import load_yaml
 
 PROJECTS_ENV = "SOEV_PROJECTS"
+VIEW_URL_ENV = "SOEV_VIEW_URL"
+"""Where the viewer (`soev-evals view`) of the project served alone listens; a listed
+project's viewer is in `SOEV_VIEW_URL_<NAME>` (see `view_url_env`)."""
 MAX_PROJECTS = 100
 PROJECT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 """A project's short name: also a Dagster group, asset key prefix and name prefix."""
@@ -125,3 +128,20 @@ def listing_of(project_file: Path) -> ListedProject | None:
         if item.project_file == project_file.resolve():
             return item
     return None
+
+
+def view_url_env(name: str | None) -> str:
+    """The variable that holds the address of a project's viewer: `SOEV_VIEW_URL` for the
+    project served alone (`name` None), `SOEV_VIEW_URL_<NAME>` for the project that
+    `$SOEV_PROJECTS` lists as `name` (`SOEV_VIEW_URL_HUURWIJZER`). `make ui` sets them.
+
+    A listed project has a variable of its own, because each viewer serves one project:
+    a link to another project's viewer would answer 404.
+    """
+    return f"{VIEW_URL_ENV}_{name.upper()}" if name else VIEW_URL_ENV
+
+
+def view_url(name: str | None) -> str | None:
+    """The address of the viewer of project `name` (None: the project served alone), without
+    a trailing `/`, or None when none is set; a run's page is `<address>/runs/<run id>`."""
+    return os.environ.get(view_url_env(name), "").rstrip("/") or None

@@ -1,5 +1,5 @@
-"""`make ui` as a person runs it: the Dagster UI answers, and Ctrl-C (SIGINT to the process
-group) leaves no process behind.
+"""`make ui` as a person runs it: the Dagster UI answers, each project's viewer link answers,
+and Ctrl-C (SIGINT to the process group) or SIGTERM to make leaves no process behind.
 
 Every process the command starts, however deep and even once its parent has ended, carries
 a marker in its environment; a process counts as left behind while /proc lists it with the
@@ -23,8 +23,14 @@ from pathlib import Path
 
 import pytest
 
+from soev_pipeline.cli.main import main
+from soev_pipeline.project.listing import view_url
+from tests.conftest import write_project
+from tests.support.thread_api import FakeThreadAPI
+
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.usefixtures("no_instance_left_current"),
     pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc"),
 ]
 
@@ -153,3 +159,41 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path: Path) -> None:
         assert one in commands
     log = ui.log.read_text()
     assert "superseded" not in log.lower(), log  # `dagster dev` is; `dg dev` runs the UI
+
+
+def test_each_listed_project_links_to_its_own_viewer_and_sigterm_to_make_stops_all(
+    tmp_path: Path, system: FakeThreadAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    listing = tmp_path / "projects.yaml"
+    listing.write_text(
+        "projects:\n  wet: wet/project.yaml\n"
+        "  huur:\n    project: huur/project.yaml\n    runs_dir: archive/huur\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SOEV_PROJECTS", str(listing))
+    runs = {"wet": "wet-r1", "huur": "huur-r1"}
+    for name, run_id in runs.items():
+        project = write_project(tmp_path / name, system.url)
+        assert main(["run", "--project", str(project), "--split", "dev", "--run-id", run_id]) == 0
+
+    port = _free_port()
+    venv = Path(sys.executable).parents[1]  # `make ui` with this environment, not installing it
+    command = ["make", "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", "ui"]
+    env = _env(tmp_path, SOEV_PROJECTS=str(listing), DAGSTER_WEBSERVER_PORT=str(port))
+    with started(command, env, tmp_path / "ui.log", port) as ui:
+        # the environment of the code servers: the runs they execute make the links
+        servers = [environ for command, environ in ui.processes().values() if "api grpc" in command]
+        assert servers, ui.processes()
+        for environ in servers:
+            server_env = dict(item.partition("=")[::2] for item in environ.decode().split("\0"))
+            for name, run_id in runs.items():
+                with monkeypatch.context() as patch:
+                    patch.setattr(os, "environ", server_env)
+                    link = view_url(name)
+                assert link is not None, f"no viewer address for {name}"
+                status, page = _get(f"{link}/runs/{run_id}")
+                assert status == 200, f"{link}/runs/{run_id} answered {status}"
+                assert run_id in page
+        left = ui.left_after(signal.SIGTERM, group=False)
+    assert left == []

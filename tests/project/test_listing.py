@@ -8,7 +8,7 @@ import pytest
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import ProjectPaths
-from soev_pipeline.project.listing import listing_of, read_projects
+from soev_pipeline.project.listing import listing_of, read_projects, view_url, view_url_env
 
 
 def _write(path: Path, text: str) -> Path:
@@ -82,3 +82,19 @@ def test_a_listed_project_takes_its_runs_folder_unless_one_is_given(
     other = tmp_path / "other" / "project.yaml"
     assert listing_of(other) is None
     assert ProjectPaths.of(other).runs == tmp_path / "other" / "runs"
+
+
+def test_each_listed_project_has_a_viewer_address_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert view_url_env(None) == "SOEV_VIEW_URL"
+    assert view_url_env("huur_wijzer") == "SOEV_VIEW_URL_HUUR_WIJZER"
+    monkeypatch.setenv("SOEV_VIEW_URL", "http://127.0.0.1:8766/")
+    monkeypatch.setenv("SOEV_VIEW_URL_WET", "http://127.0.0.1:9001")
+    monkeypatch.delenv("SOEV_VIEW_URL_HUUR", raising=False)
+    assert view_url(None) == "http://127.0.0.1:8766"
+    assert view_url("wet") == "http://127.0.0.1:9001"
+    # no link rather than a link to another project's viewer, which would answer 404
+    assert view_url("huur") is None
+    monkeypatch.setenv("SOEV_VIEW_URL_HUUR", "")
+    assert view_url("huur") is None
