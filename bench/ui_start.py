@@ -1,6 +1,6 @@
 """How soon does a run launched from the Dagster UI start?
 
-Starts the bundled reference assistant and `dagster dev -w workspace.yaml` as `make ui`
+Starts the bundled reference assistant and `dg dev -w workspace.yaml` as `make ui`
 does, on a temporary copy of the demo project with a fresh instance (`ensure_instance`, so
 the instance config soev-pipeline writes: runs launch at once, without a queue), waits
 until the code location and the sensor daemon are up, and then launches runs one at a time
@@ -99,7 +99,7 @@ def wait_until(what: str, check: Callable[[], T | None], timeout: float, log: Pa
         if found is not None:
             return found
         time.sleep(0.2)
-    raise SystemExit(f"{what} within {timeout:.0f} s (dagster dev's log: {last_line(log)})")
+    raise SystemExit(f"{what} within {timeout:.0f} s (dg dev's log: {last_line(log)})")
 
 
 def last_line(log: Path) -> str:
@@ -126,8 +126,8 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-class DagsterDev:
-    """`dagster dev` on a project in its own process group, and its GraphQL API."""
+class DgDev:
+    """`dg dev` on a project in its own process group, and its GraphQL API."""
 
     def __init__(self, project: Path, home: Path, assistant: str) -> None:
         self.port = free_port()
@@ -142,10 +142,9 @@ class DagsterDev:
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
 
     @contextmanager
-    def running(self, timeout: float) -> Iterator[DagsterDev]:
-        dagster = Path(sys.executable).with_name("dagster")
-        command = [str(dagster), "dev", "-w", str(ROOT / "workspace.yaml")]
-        command += ["-h", "127.0.0.1", "-p", str(self.port)]
+    def running(self, timeout: float) -> Iterator[DgDev]:
+        dg = Path(sys.executable).with_name("dg")
+        command = [str(dg), "dev", "-w", str(ROOT / "workspace.yaml"), "-p", str(self.port)]
         with self.log.open("w") as log:
             process = subprocess.Popen(
                 command,
@@ -164,7 +163,7 @@ class DagsterDev:
                 self.stop(process)
 
     def stop(self, process: subprocess.Popen[bytes]) -> None:
-        """Stop dagster dev, its webserver, daemon, code server and run workers."""
+        """Stop dg dev, its webserver, daemon, code server and run workers."""
         below = descendants(process.pid)
         try:
             os.killpg(process.pid, signal.SIGINT)
@@ -192,7 +191,7 @@ class DagsterDev:
 
         def location() -> bool | None:
             if self.process.poll() is not None:
-                raise SystemExit(f"dagster dev ended: {last_line(self.log)}")
+                raise SystemExit(f"dg dev ended: {last_line(self.log)}")
             entries = self.query(LOCATIONS)["workspaceOrError"]["locationEntries"]
             loaded = [entry["locationOrLoadError"] or {} for entry in entries]
             for entry in loaded:
@@ -216,7 +215,7 @@ class DagsterDev:
             return bool(found["sensorState"]["ticks"]) or None
 
         started = time.monotonic()
-        wait_until("dagster dev did not load the code location", location, timeout, self.log)
+        wait_until("dg dev did not load the code location", location, timeout, self.log)
         left = max(timeout - (time.monotonic() - started), 30)
         wait_until(
             "the sensor daemon (and the run queue's) was not healthy", daemons, left, self.log
@@ -242,7 +241,7 @@ class DagsterDev:
 
 
 class Runs:
-    """The run records of the instance that dagster dev uses."""
+    """The run records of the instance that dg dev uses."""
 
     def __init__(self, instance: dg.DagsterInstance, log: Path, timeout: float) -> None:
         self.instance, self.log, self.timeout = instance, log, timeout
@@ -292,7 +291,7 @@ class Runs:
         return {f"{prefix}{name}": found[name] for name in order if name in found}
 
 
-def request_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
+def request_way(ui: DgDev, runs: Runs, partition: str) -> Moments:
     """Launch `new_evaluation` as the launchpad scaffolds it: the run evaluates itself."""
     runs.settled()
     config = {"run_id": partition, "suites": [], "split": "both", "k": 1, "runtime": None}
@@ -303,7 +302,7 @@ def request_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
     return {"launch call": call, **runs.moments(request, launched, "new_evaluation ")}
 
 
-def direct_way(ui: DagsterDev, runs: Runs, partition: str) -> Moments:
+def direct_way(ui: DgDev, runs: Runs, partition: str) -> Moments:
     """Add the run partition, then launch `evaluate` on it with the launchpad's config."""
     runs.settled()
     ui.add_partition(partition)
@@ -331,11 +330,11 @@ def measure(ways: list[str], repeat: int, timeout: float, keep: bool) -> dict[st
         shutil.copytree(DEMO, project.parent, ignore=shutil.ignore_patterns("runs", ".soev"))
         home = ensure_instance(folder / "dagster-home")
         with reference_assistant() as assistant:
-            ui = DagsterDev(project, home, assistant)
+            ui = DgDev(project, home, assistant)
             started = time.monotonic()
             with ui.running(timeout):
                 ready = time.monotonic() - started
-                print(f"dagster dev ready in {ready:.1f} s on port {ui.port}", file=sys.stderr)
+                print(f"dg dev ready in {ready:.1f} s on port {ui.port}", file=sys.stderr)
                 with dg.DagsterInstance.from_config(str(home)) as instance:
                     runs = Runs(instance, ui.log, timeout)
                     for number in range(1, repeat + 1):
@@ -382,7 +381,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per way (median)")
     parser.add_argument("--way", choices=[*WAYS, "both"], default="both")
     parser.add_argument(
-        "--timeout", type=float, default=300, help="seconds to wait for dagster dev, or a run"
+        "--timeout", type=float, default=300, help="seconds to wait for dg dev, or a run"
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary project, instance and log"
@@ -395,7 +394,7 @@ def main() -> None:
     try:
         measured = measure(ways, args.repeat, args.timeout, args.keep)
     except KeyboardInterrupt:
-        print("interrupted: stopped dagster dev and the assistant", file=sys.stderr)
+        print("interrupted: stopped dg dev and the assistant", file=sys.stderr)
         sys.exit(130)
     print(
         f"\nUI-launched runs of the demo project: dagster {dg.__version__}, "

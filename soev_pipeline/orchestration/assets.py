@@ -179,7 +179,7 @@ def attempt_grade_aggregate(
                 progress=LogProgress(context.log),
             )
         )
-    for item in recorded(evaluation):
+    for item in recorded(evaluation, project.name):
         yield dg.MaterializeResult(
             asset_key=keys[item.name],
             metadata=dict(item.metadata),

@@ -1,7 +1,7 @@
 """The Dagster instance that `soev-evals` and `make ui` share for a project.
 
 The instance is `$DAGSTER_HOME` when set, else `.soev/dagster` beside the runs; the CLI
-records its runs there, so they show in `dagster dev`, and the UI's runs share it.
+records its runs there, so they show in the UI (`make ui`, `dg dev`), and the UI's runs share it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ INSTANCE_CONFIG = """\
 # The Dagster instance of a soev-pipeline project, shared by soev-evals and `make ui`.
 telemetry:
   enabled: false
-# The daemon (`dagster dev` starts it) marks runs whose worker process died as failed.
+# The daemon (`dg dev` starts it) marks runs whose worker process died as failed.
 run_monitoring:
   enabled: true
   poll_interval_seconds: 30

@@ -14,7 +14,6 @@ the verdict counts (`verdicts/<status>`), then the comparison with the previous 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +29,6 @@ from soev_pipeline.run.results import GroupFigures, PairedGroup, Report, StatusC
 from soev_pipeline.run.service import AttemptedRun, Scoring
 
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
-VIEW_URL_ENV = "SOEV_VIEW_URL"
-"""Where a `soev-evals view` of the project listens: the report links to the run's page
-there, whose plots draw the 95 % interval as a band (`make ui` starts one and sets it)."""
 GRADED_WITH_CURRENT_PROMPTS = "graded_with_current_prompts"
 
 
@@ -104,9 +100,12 @@ def verdicts(scoring: Scoring, prompts_version: str) -> dict[str, Any]:
     return metadata
 
 
-def report(built: Report, archive: RunArchive, html: Path | None) -> dict[str, Any]:
+def report(
+    built: Report, archive: RunArchive, html: Path | None, viewer: str | None
+) -> dict[str, Any]:
     """`report`: every pass rate with its 95 % interval (so the plots show them over the run
-    partitions), the verdict counts, the criteria, the HTML report, and the comparison with
+    partitions), the verdict counts, the criteria, the HTML report, a link to the run's page
+    in the project's viewer (at the address `viewer`, when one runs), and the comparison with
     the previous run."""
     metadata: dict[str, Any] = {}
     groups: dict[str | None, GroupFigures] = {None: built.overall}
@@ -124,7 +123,6 @@ def report(built: Report, archive: RunArchive, html: Path | None) -> dict[str, A
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
     if html is not None:
         metadata["html_report"] = dg.MetadataValue.path(str(html))
-    viewer = os.environ.get(VIEW_URL_ENV, "").rstrip("/")
     if viewer:
         metadata["viewer"] = dg.MetadataValue.url(f"{viewer}/runs/{quote(archive.run_id)}")
     previous = built.previous

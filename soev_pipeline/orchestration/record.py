@@ -22,6 +22,7 @@ import dagster as dg
 from soev_pipeline.api import Evaluation
 from soev_pipeline.core.canonical import digest
 from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.listing import view_url
 
 from . import metadata
 from .instance import project_instance
@@ -54,8 +55,9 @@ class Recorded:
     data_version: str
 
 
-def recorded(evaluation: Evaluation) -> list[Recorded]:
-    """The assets that `evaluation` made, in the order of their steps."""
+def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
+    """The assets that `evaluation` of the project named `prefix` made, in the order of
+    their steps."""
     archive, run_id = evaluation.archive, evaluation.archive.run_id
     items: list[Recorded] = []
     if evaluation.attempted is not None:
@@ -83,7 +85,9 @@ def recorded(evaluation: Evaluation) -> list[Recorded]:
             Recorded(
                 "report",
                 run_id,
-                metadata.report(evaluation.report, archive, evaluation.html_report),
+                metadata.report(
+                    evaluation.report, archive, evaluation.html_report, view_url(prefix)
+                ),
                 f"{run_id}/{scoring.path.name}",
             )
         )
@@ -198,7 +202,7 @@ def record_evaluation(
     suites = evaluation.archive.manifest().suites
     record_inputs(loaded, suites, instance, emit, prefix=prefix, launched_by=launched_by)
     add_run(instance, run_id, prefix)
-    for item in recorded(evaluation):
+    for item in recorded(evaluation, prefix):
         tags = {
             LAUNCHED_BY: launched_by,
             **provenance(instance, loaded, item.name, item.partition, prefix),

@@ -117,6 +117,8 @@ def test_the_cli_writes_to_the_keys_the_location_shows(
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     home.mkdir()
     huur = tmp_path / "huur" / "project.yaml"
+    monkeypatch.setenv("SOEV_VIEW_URL", "http://127.0.0.1:8766/")  # another project's viewer
+    monkeypatch.setenv("SOEV_VIEW_URL_HUUR", "http://127.0.0.1:8767/")
     assert main(["run", "--project", str(huur), "--split", "dev", "--run-id", "r1"]) == 0
     assert main(["rescore", "r1", "--project", str(huur), "--offline"]) == 0
     assert (tmp_path / "archive" / "huur" / "r1" / "manifest.json").exists()
@@ -133,6 +135,12 @@ def test_the_cli_writes_to_the_keys_the_location_shows(
             return [record.partition_key for record in records]
 
         assert partitions(["huur", "evidence"]) == ["r1"]
+        (report,) = instance.fetch_materializations(
+            dg.AssetKey(["huur", "report"]), limit=1
+        ).records
+        assert report.asset_materialization is not None
+        viewer = report.asset_materialization.metadata["viewer"].value
+        assert viewer == "http://127.0.0.1:8767/runs/r1"  # its own viewer's page of the run
         assert partitions(["huur", "verdicts"]) == ["r1", "r1"]  # the run and the rescore
         assert partitions(["huur", "report"]) == ["r1", "r1"]
         assert partitions(["wet", "report"]) == []

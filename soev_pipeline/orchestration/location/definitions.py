@@ -2,7 +2,7 @@
 
 `defs` serves the project that `$SOEV_PROJECT` names (default: the demo project of this
 repository); `$SOEV_RUNS_DIR` moves its runs, as `--runs-dir` does for the CLI.
-`dagster dev -w workspace.yaml`, `dg` (through `[tool.dg.project]` in pyproject.toml) and
+`dg dev` (through `[tool.dg]` in pyproject.toml), `dagster dev -w workspace.yaml` and
 the top-level definitions.py load it.
 
 Several projects in one Dagster instance: list them in the file `$SOEV_PROJECTS` names and
