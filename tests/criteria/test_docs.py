@@ -43,6 +43,16 @@ def test_the_table_has_a_row_per_kind_with_its_traits() -> None:
     language = next(row for row in rows if row.startswith("| `reply.language` |"))
     assert "| a language detector |" in language
     assert "`language` (required)" in language
+    assert f"The registry holds {len(registry)} built-in kinds;" in table
+
+
+def test_the_table_lists_the_judge_labels_and_the_files_of_the_kinds() -> None:
+    table = _script().render()
+    (labels,) = [line for line in table.splitlines() if line.startswith("- Ask the judge")]
+    assert "`behaviour.expected` (`answer`, `refuse`, `abstain`)" in labels
+    assert "`rubric.judge` (from its parameters)" in labels
+    assert "nuggets.coverage" not in labels  # a judge question per nugget, no label an attempt
+    assert "- Read project files when the project loads (1): `rubric.judge`." in table
 
 
 def test_a_pipe_in_a_cell_does_not_end_it() -> None:
