@@ -14,7 +14,7 @@ from .verdicts import error, not_applicable, outcome
 
 
 def cited_articles(citations: tuple[str, ...]) -> frozenset[str]:
-    """The articles of `citations` (SPEC.md section 3): citing a lid is citing its article."""
+    """The articles of `citations` (docs/project.md#source-ids): a lid cites its article."""
     return frozenset(article_of(source) for source in unique(citations))
 
 
