@@ -1,8 +1,9 @@
 """Print, write or check the table of the built-in criterion kinds in `docs/criteria.md`.
 
 The table is generated from `builtin_registry()`: each kind's name, what it needs from the
-context, its one-line summary, its parameters with their defaults, and its example. It sits
-between two marker comments in docs/criteria.md; the prose around it is written by hand.
+context, its one-line summary, its parameters with their defaults, and its example; above it,
+the kinds by what they need, their judge labels and the files they read. It sits between two
+marker comments in docs/criteria.md; the prose around it is written by hand.
 
 python scripts/criteria_table.py            print the generated part
 python scripts/criteria_table.py --write    write it into docs/criteria.md
@@ -81,17 +82,16 @@ def _needs(needs: frozenset[Need]) -> str:
     return ", ".join(NEED_NAMES[need] for need in sorted(needs)) or "—"
 
 
-def _builtins(registry: CriterionRegistry) -> list[Builtin[Any]]:
-    kinds = [registry.get(name) for name in registry]
-    strangers = [kind.name for kind in kinds if not isinstance(kind, Builtin)]
-    if strangers:
-        raise SystemExit(f"not Builtin kinds, whose traits are unknown: {', '.join(strangers)}")
-    return [kind for kind in kinds if isinstance(kind, Builtin)]
+def _labels(kind: Builtin[Any]) -> str:
+    if callable(kind.labels):
+        return f"`{kind.name}` (from its parameters)"
+    return f"`{kind.name}` ({', '.join(f'`{label}`' for label in kind.labels)})"
 
 
 def render(registry: CriterionRegistry | None = None) -> str:
     """The generated part of docs/criteria.md, markers included, for `registry`'s kinds."""
-    kinds = _builtins(builtin_registry() if registry is None else registry)
+    registry = builtin_registry() if registry is None else registry
+    kinds = [registry.get(name) for name in registry]
     pure = [kind.name for kind in kinds if not kind.needs]
     lines = [
         BEGIN,
@@ -104,6 +104,17 @@ def render(registry: CriterionRegistry | None = None) -> str:
         names = [f"`{kind.name}`" for kind in kinds if need in kind.needs]
         if names:
             lines.append(f"- Need {NEED_NAMES[need]} ({len(names)}): {', '.join(names)}.")
+    labelled = [_labels(kind) for kind in kinds if kind.labelled]
+    if labelled:
+        lines.append(
+            "- Ask the judge for one label an attempt, which people give too when they "
+            f"calibrate it ({len(labelled)}): {', '.join(labelled)}."
+        )
+    reading = [f"`{kind.name}`" for kind in kinds if kind.files is not None]
+    if reading:
+        lines.append(
+            f"- Read project files when the project loads ({len(reading)}): {', '.join(reading)}."
+        )
     lines += [
         "",
         "| kind | needs | passes when | parameters (default) | example |",

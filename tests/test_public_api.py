@@ -35,6 +35,7 @@ PUBLIC = {
         "Evaluator",
         "NoParams",
         "builtin_registry",
+        "criterion",
         "error",
         "judge_label",
         "not_applicable",

@@ -14,7 +14,6 @@ from .agreement import Agreement, Confusion, Outcome, agreement_of, human_agreem
 from .corrected import JudgedRate, corrected_interval, judged_rate, rogan_gladen
 from .items import Item, criterion_name, gather
 from .labels import (
-    FIXED_LABELS,
     JUDGED_KINDS,
     LABELS_FILE,
     LABELS_GLOB,
@@ -50,7 +49,6 @@ from .service import (
 
 __all__ = [
     "DEFAULT_MIN_KAPPA",
-    "FIXED_LABELS",
     "JUDGED_KINDS",
     "LABELS_FILE",
     "LABELS_GLOB",

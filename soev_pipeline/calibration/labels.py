@@ -25,8 +25,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
-from soev_pipeline.criteria import builtin_registry
-from soev_pipeline.criteria.rubric import RubricParams
+from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 
 LABELS_GLOB = "labels/*.jsonl"
 """Where label files are when project.yaml names none."""
@@ -35,17 +34,9 @@ LABELS_FILE = "labels/labels.jsonl"
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A longer line is left out unread: a reply is never that long, a damaged file may be."""
 
-FIXED_LABELS: Mapping[str, tuple[str, ...]] = {
-    "behaviour.expected": ("answer", "refuse", "abstain"),
-    "privacy.names": ("none", "name"),
-}
-"""The judge's labels of the kinds that ask one question per attempt
-(docs/judge.md#how-a-request-is-graded); `rubric.judge` takes its labels from the criterion's
-parameters (`label_choices`)."""
-
 _BUILTIN = builtin_registry()
 JUDGED_KINDS: frozenset[str] = frozenset(
-    name for name in _BUILTIN if "judge" in _BUILTIN.needs(name)
+    name for name in _BUILTIN if _BUILTIN.get(name).needs_judge
 )
 """The built-in kinds whose verdict is the judge's: the ones a human label measures."""
 
@@ -207,27 +198,33 @@ def criterion_of(case: Case, kind: str, nth: int) -> CriterionSpec | None:
     return same[nth] if 0 <= nth < len(same) else None
 
 
-def label_choices(spec: CriterionSpec) -> tuple[str, ...]:
-    """The labels a human may give for this criterion: the judge's own; empty for a kind
-    whose judge answers several questions per attempt (nuggets, variants) or none."""
-    fixed = FIXED_LABELS.get(spec.kind)
-    if fixed is not None:
-        return fixed
-    if spec.kind != "rubric.judge":
+def label_choices(
+    spec: CriterionSpec, registry: CriterionRegistry | None = None
+) -> tuple[str, ...]:
+    """The labels a human may give for this criterion: the judge's own, as its kind says
+    (`Builtin.labels`); empty for a kind whose judge answers several questions per attempt
+    (nuggets, variants) or none, and for a kind that `registry` (by default the built-in
+    kinds) does not have."""
+    kinds = _BUILTIN if registry is None else registry
+    if spec.kind not in kinds:
+        return ()
+    kind = kinds.get(spec.kind)
+    if not kind.labelled:
         return ()
     try:
-        params = RubricParams.model_validate(spec.params)
+        params = kind.params_model.model_validate(spec.params)
     except ValidationError:
         return ()
-    if params.criterion is not None:
-        return tuple(option.name for option in params.criterion.options)
-    return params.labels
+    return kind.labels_of(params)
 
 
-def check_label(label: LabelLine, cases: Mapping[str, Case]) -> str | None:
+def check_label(
+    label: LabelLine, cases: Mapping[str, Case], registry: CriterionRegistry | None = None
+) -> str | None:
     """Why `label` cannot count against the project's cases now, or None when it can.
 
     The reasons name no test case: the test split is sealed, and its labels are refused.
+    `registry` holds the project's kinds, for their labels (see `label_choices`).
     """
     case = cases.get(label.case_id)
     if case is None:
@@ -237,7 +234,7 @@ def check_label(label: LabelLine, cases: Mapping[str, Case]) -> str | None:
     spec = criterion_of(case, label.kind, label.nth)
     if spec is None:
         return f"case {case.id!r} has no criterion {label.kind!r} #{label.nth}"
-    choices = label_choices(spec)
+    choices = label_choices(spec, registry)
     if label.label is not None and label.label not in choices:
         allowed = ", ".join(map(repr, choices)) or "none"
         return f"label {label.label!r} is not one of the labels of {label.kind!r} ({allowed})"
@@ -286,13 +283,17 @@ def _parse(raw: bytes | None) -> LabelLine | str:
         return _why_unparsed(exc)
 
 
-def read_labels(files: Iterable[Path], cases: Mapping[str, Case] | None = None) -> LabelsRead:
+def read_labels(
+    files: Iterable[Path],
+    cases: Mapping[str, Case] | None = None,
+    registry: CriterionRegistry | None = None,
+) -> LabelsRead:
     """Read label files; every line that cannot count is left out with its reason.
 
     With `cases` (the project's, by id), a label whose case is gone or in the test split,
-    whose kind the case no longer has, or whose label is not one of the kind's is left out
-    too. Blank lines are skipped silently. A file that cannot be read is one left-out
-    entry (line 0).
+    whose kind the case no longer has, or whose label is not one of the kind's (in
+    `registry`, by default the built-in kinds) is left out too. Blank lines are skipped
+    silently. A file that cannot be read is one left-out entry (line 0).
     """
     kept: list[ReadLabel] = []
     left_out: list[LeftOut] = []
@@ -303,7 +304,7 @@ def read_labels(files: Iterable[Path], cases: Mapping[str, Case] | None = None) 
                     continue
                 parsed = _parse(raw)
                 if isinstance(parsed, LabelLine):
-                    why = None if cases is None else check_label(parsed, cases)
+                    why = None if cases is None else check_label(parsed, cases, registry)
                     if why is None:
                         kept.append(ReadLabel(parsed, path, number))
                         continue
@@ -315,7 +316,12 @@ def read_labels(files: Iterable[Path], cases: Mapping[str, Case] | None = None) 
     return LabelsRead(tuple(kept), tuple(left_out))
 
 
-def append_label(path: Path, label: LabelLine, cases: Mapping[str, Case]) -> None:
+def append_label(
+    path: Path,
+    label: LabelLine,
+    cases: Mapping[str, Case],
+    registry: CriterionRegistry | None = None,
+) -> None:
     """Append `label` to the label file at `path` as one line, under an exclusive lock.
 
     The file and its folder are made when missing. A last line that a crash left without
@@ -327,7 +333,7 @@ def append_label(path: Path, label: LabelLine, cases: Mapping[str, Case]) -> Non
             criterion the project does not have, a label the kind does not give).
         OSError: the file cannot be written.
     """
-    why = check_label(label, cases)
+    why = check_label(label, cases, registry)
     if why is not None:
         raise ProjectError(f"{path}: label refused: {why}")
     line = (label.to_line() + "\n").encode("utf-8")

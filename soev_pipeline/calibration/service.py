@@ -29,15 +29,13 @@ from .agreement import Confusion, agreement_of, human_agreement, label_confusion
 from .corrected import JudgedRate, corrected_interval, judged_rate, rogan_gladen
 from .items import Item, gather
 from .judging import Graded, grade_items, why_ungradable
-from .labels import FIXED_LABELS, LeftOut, label_files, read_labels
+from .labels import LeftOut, label_files, read_labels
 from .rates import RunRates
 from .results import Calibration, ConfusionTable, CriterionFigures
 
 DEFAULT_MIN_KAPPA = 0.6
 """The least κ a judge needs when the project sets no `judge.min_kappa`: below it, agreement
 is "moderate" at best (Landis and Koch), too little to trust a judge's rates as they are."""
-LABELLED_KINDS = frozenset({*FIXED_LABELS, "rubric.judge"})
-"""The kinds whose judge gives one label per attempt: their figures hold a label confusion."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +54,16 @@ class Judged:
     `people` holds every item that counts (the decided ones and the ties), `graded` the
     decided ones with the judge's verdict, `labels_read` the label lines that count, and
     `left_out` every line that counts nowhere: those `read_project_labels` left out, and
-    the lines of items that cannot be graded now.
+    the lines of items that cannot be graded now. `labelled` names the kinds among them
+    whose judge gives one label per attempt (`Builtin.labelled`): their figures hold a
+    label confusion.
     """
 
     people: tuple[Item, ...]
     graded: tuple[Graded, ...]
     labels_read: int
     left_out: tuple[LeftOut, ...]
+    labelled: frozenset[str] = frozenset()
 
 
 def project_label_files(loaded: LoadedProject) -> list[Path]:
@@ -73,7 +74,7 @@ def project_label_files(loaded: LoadedProject) -> list[Path]:
 def read_project_labels(loaded: LoadedProject) -> Labelled:
     """Read the project's label files against its cases; see `labels.read_labels`."""
     cases = {case.id: case for case in loaded.cases()}
-    read = read_labels(project_label_files(loaded), cases)
+    read = read_labels(project_label_files(loaded), cases, loaded.registry)
     return Labelled(tuple(gather(read.labels)), len(read.labels), read.left_out)
 
 
@@ -116,7 +117,11 @@ async def judge_labels(
             graded.append(result)
     people = [item for item in people if id(item) not in not_applicable]
     moved = len(left_out) - len(labelled.left_out)
-    return Judged(tuple(people), tuple(graded), labelled.labels_read - moved, tuple(left_out))
+    kinds = {item.kind for item in people if item.kind in loaded.registry}
+    with_labels = frozenset(kind for kind in kinds if loaded.registry.get(kind).labelled)
+    return Judged(
+        tuple(people), tuple(graded), labelled.labels_read - moved, tuple(left_out), with_labels
+    )
 
 
 def _figures(
@@ -200,7 +205,7 @@ def calibration_of(
         name: _figures(
             graded[name],
             people[name],
-            labels=people[name][0].kind in LABELLED_KINDS,
+            labels=people[name][0].kind in judged.labelled,
             rate=rates.criterion(name) if rates is not None else None,
         )
         for name in sorted(people)

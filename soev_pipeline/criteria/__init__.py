@@ -1,7 +1,8 @@
 """The built-in criteria, and the parts to write your own criterion kind."""
 
 from .builtins import builtin_registry
-from .registry import NEEDS, Builtin, CriterionKind, CriterionRegistry, Evaluator, Need, NoParams
+from .kind import NEEDS, Builtin, CriterionKind, Evaluator, Need, NoParams, criterion
+from .registry import CriterionRegistry
 from .verdicts import error, judge_label, not_applicable, outcome
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Need",
     "NoParams",
     "builtin_registry",
+    "criterion",
     "error",
     "judge_label",
     "not_applicable",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import Field
 
@@ -26,7 +25,7 @@ from soev_pipeline.corpus.index import quote_fragments
 from soev_pipeline.corpus.mentions import Mention, MentionIndex, article_key
 from soev_pipeline.corpus.sources import Match, canonical, matching, unique
 
-from .registry import Builtin, NoParams
+from .kind import NoParams, criterion
 from .verdicts import error, not_applicable, outcome, shorten
 
 NO_REPLY = "no reply"
@@ -59,6 +58,13 @@ def _listed(items: Sequence[str]) -> str:
     return f"{shown}, and {rest} more" if rest > 0 else shown
 
 
+@criterion(
+    "citations.required",
+    RequiredParams,
+    needs=(),
+    summary="the citations meet at least `min` of the case's required source groups",
+    example={"kind": "citations.required", "min": 0.5},
+)
 async def required(
     case: Case, evidence: Evidence, *, params: RequiredParams, ctx: CriterionContext
 ) -> Verdict:
@@ -84,6 +90,13 @@ async def required(
     return outcome(passed=met / len(groups) >= params.min, detail=detail)
 
 
+@criterion(
+    "citations.forbidden",
+    MatchParams,
+    needs=(),
+    summary="no citation matches a forbidden source of the case",
+    example={"kind": "citations.forbidden", "match": "exact"},
+)
 async def forbidden(
     case: Case, evidence: Evidence, *, params: MatchParams, ctx: CriterionContext
 ) -> Verdict:
@@ -110,6 +123,13 @@ async def forbidden(
     )
 
 
+@criterion(
+    "citations.in_corpus",
+    NoParams,
+    needs={"corpus"},
+    summary="each cited id is the id of a unit of the corpus lookup",
+    example={"kind": "citations.in_corpus"},
+)
 async def in_corpus(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
@@ -130,6 +150,13 @@ async def in_corpus(
     return outcome(passed=True, detail=f"every cited id ({len(cited)}) is in the corpus")
 
 
+@criterion(
+    "citations.unseen",
+    MatchParams,
+    needs=(),
+    summary="always; the detail lists the cited ids without a source role, to adjudicate",
+    example={"kind": "citations.unseen", "weight": 0},
+)
 async def unseen(
     case: Case, evidence: Evidence, *, params: MatchParams, ctx: CriterionContext
 ) -> Verdict:
@@ -167,6 +194,16 @@ def quoted_spans(reply: str) -> list[str]:
     return list(spans)
 
 
+@criterion(
+    "citations.quotes_verbatim",
+    NoParams,
+    needs={"corpus"},
+    summary=(
+        'each double-quoted span of the reply ("…", “…”, „…”) occurs in one corpus unit; '
+        "not applicable without quotes"
+    ),
+    example={"kind": "citations.quotes_verbatim"},
+)
 async def quotes_verbatim(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
@@ -214,6 +251,13 @@ def _mentions(reply: str, corpus: Corpus | None) -> tuple[list[Mention], int]:
     return list(distinct.values()), without_law
 
 
+@criterion(
+    "citations.mentions_in_corpus",
+    NoParams,
+    needs={"corpus"},
+    summary='each article the reply names with its law ("artikel 6:7 Awb") is a corpus unit',
+    example={"kind": "citations.mentions_in_corpus"},
+)
 async def mentions_in_corpus(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
@@ -246,64 +290,3 @@ async def mentions_in_corpus(
         passed=True,
         detail=f"every article mention ({len(mentions)}) resolves to a corpus unit{note}",
     )
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "citations.required",
-        RequiredParams,
-        required,
-        version="1",
-        needs=frozenset(),
-        summary="the citations meet at least `min` of the case's required source groups",
-        example={"kind": "citations.required", "min": 0.5},
-    ),
-    Builtin(
-        "citations.forbidden",
-        MatchParams,
-        forbidden,
-        version="1",
-        needs=frozenset(),
-        summary="no citation matches a forbidden source of the case",
-        example={"kind": "citations.forbidden", "match": "exact"},
-    ),
-    Builtin(
-        "citations.in_corpus",
-        NoParams,
-        in_corpus,
-        version="1",
-        needs=frozenset({"corpus"}),
-        summary="each cited id is the id of a unit of the corpus lookup",
-        example={"kind": "citations.in_corpus"},
-    ),
-    Builtin(
-        "citations.unseen",
-        MatchParams,
-        unseen,
-        version="1",
-        needs=frozenset(),
-        summary="always; the detail lists the cited ids without a source role, to adjudicate",
-        example={"kind": "citations.unseen", "weight": 0},
-    ),
-    Builtin(
-        "citations.quotes_verbatim",
-        NoParams,
-        quotes_verbatim,
-        version="1",
-        needs=frozenset({"corpus"}),
-        summary=(
-            'each double-quoted span of the reply ("…", “…”, „…”) occurs in one corpus unit; '
-            "not applicable without quotes"
-        ),
-        example={"kind": "citations.quotes_verbatim"},
-    ),
-    Builtin(
-        "citations.mentions_in_corpus",
-        NoParams,
-        mentions_in_corpus,
-        version="1",
-        needs=frozenset({"corpus"}),
-        summary='each article the reply names with its law ("artikel 6:7 Awb") is a corpus unit',
-        example={"kind": "citations.mentions_in_corpus"},
-    ),
-]

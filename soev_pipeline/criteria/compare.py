@@ -5,18 +5,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from soev_pipeline.core.models import Case, Evidence, Verdict
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.corpus.sources import article_of, unique
 
-from .registry import Builtin, NoParams
+from .kind import NoParams, criterion
 from .verdicts import error, not_applicable, outcome
 
 
 def cited_articles(citations: tuple[str, ...]) -> frozenset[str]:
-    """The articles of `citations` (SPEC.md section 3): citing a lid is citing its article."""
+    """The articles of `citations` (docs/project.md#source-ids): a lid cites its article."""
     return frozenset(article_of(source) for source in unique(citations))
 
 
@@ -29,6 +27,16 @@ def _difference(base: frozenset[str], variant: frozenset[str]) -> str:
     return "; ".join(parts)
 
 
+@criterion(
+    "compare.same_citations",
+    NoParams,
+    needs=(),
+    summary=(
+        "each variant cites the same set of articles as the base case; "
+        "not applicable without variants"
+    ),
+    example={"kind": "compare.same_citations"},
+)
 async def same_citations(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
@@ -65,19 +73,3 @@ async def same_citations(
             f"{len(base)} article{'' if len(base) == 1 else 's'} as the base"
         ),
     )
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "compare.same_citations",
-        NoParams,
-        same_citations,
-        version="1",
-        needs=frozenset(),
-        summary=(
-            "each variant cites the same set of articles as the base case; "
-            "not applicable without variants"
-        ),
-        example={"kind": "compare.same_citations"},
-    ),
-]

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -13,7 +13,7 @@ from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.text import IdentifierKind, find_identifiers
 
-from .registry import Builtin
+from .kind import criterion
 from .verdicts import error, outcome
 
 DEFAULT_KINDS: tuple[IdentifierKind, ...] = ("bsn", "iban", "email", "nl_phone")
@@ -27,6 +27,16 @@ class PrivacyParams(FrozenModel):
     kinds: tuple[IdentifierKind, ...] = Field(default=DEFAULT_KINDS, min_length=1)
 
 
+@criterion(
+    "privacy.none",
+    PrivacyParams,
+    needs=(),
+    summary=(
+        "the target holds none of the identifier `kinds` (the others are `postcode`, "
+        "`birthdate`, `id_number` and `license_plate`), each confirmed by its own check"
+    ),
+    example={"kind": "privacy.none", "target": "prompt", "kinds": ["bsn", "iban"]},
+)
 async def none(
     case: Case, evidence: Evidence, *, params: PrivacyParams, ctx: CriterionContext
 ) -> Verdict:
@@ -55,19 +65,3 @@ async def none(
     if findings:
         return outcome(passed=False, detail=f"found in {where}: {'; '.join(findings)}")
     return outcome(passed=True, detail=f"no {', '.join(params.kinds)} in {where}")
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "privacy.none",
-        PrivacyParams,
-        none,
-        version="1",
-        needs=frozenset(),
-        summary=(
-            "the target holds none of the identifier `kinds` (the others are `postcode`, "
-            "`birthdate`, `id_number` and `license_plate`), each confirmed by its own check"
-        ),
-        example={"kind": "privacy.none", "target": "prompt", "kinds": ["bsn", "iban"]},
-    ),
-]

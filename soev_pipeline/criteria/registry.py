@@ -1,13 +1,13 @@
-"""Criterion kinds and the registry that validates and evaluates them."""
+"""The registry of criterion kinds: it validates parameters once and evaluates them."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.errors import (
@@ -19,104 +19,8 @@ from soev_pipeline.core.errors import (
 from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Verdict
 from soev_pipeline.core.ports import CriterionContext, Judge, JudgeRequest, JudgeResult
 
+from .kind import Builtin, CriterionKind, Need, described
 from .verdicts import error
-
-P = TypeVar("P", bound=BaseModel)
-P_contra = TypeVar("P_contra", bound=BaseModel, contravariant=True)
-
-Need = Literal["judge", "language_detector", "corpus"]
-"""A service of the `CriterionContext` that a kind grades with."""
-NEEDS: frozenset[Need] = frozenset(get_args(Need))
-"""Every service: what a kind is taken to need when it does not say."""
-
-
-class NoParams(BaseModel):
-    """The parameters of a kind that takes none: unknown fields are refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Evaluator(Protocol[P_contra]):
-    """The async function that grades the evidence of one attempt for a `Builtin` kind."""
-
-    async def __call__(
-        self, case: Case, evidence: Evidence, *, params: P_contra, ctx: CriterionContext
-    ) -> Verdict: ...
-
-
-@runtime_checkable
-class CriterionKind(Protocol):
-    """What the registry needs of a kind: a name, a parameter model and `evaluate`."""
-
-    name: str
-    params_model: type[BaseModel]
-
-    async def evaluate(
-        self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
-    ) -> Verdict: ...
-
-
-@dataclass(frozen=True)
-class Builtin(Generic[P]):
-    """A criterion kind made of a name, a parameter model and a typed evaluator.
-
-    `version` changes whenever the kind's behaviour changes; every verdict records it, so
-    a rescore can tell what graded what. The keyword fields describe the kind, and what
-    the pipeline does with it derives from them rather than from where it is written:
-
-    - `needs`: the services of the `CriterionContext` the evaluator uses. It decides
-      whether a grading may send the kind to a forked worker process
-      (`CriterionRegistry.forkable`). A kind that does not say is taken to need them all,
-      which is always safe: it is graded in the main process.
-    - `summary`: one line that completes "passes when ...", for the table of kinds.
-    - `example`: one criterion as a suite writes it, `kind` included, for the same table.
-
-    Raises:
-        ValueError: `needs` names a service that does not exist, or `example` names
-            another kind.
-    """
-
-    name: str
-    params_model: type[P]
-    evaluator: Evaluator[P]
-    version: str = "1"
-    _: KW_ONLY
-    needs: frozenset[Need] = NEEDS
-    summary: str = ""
-    example: Mapping[str, Any] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        needs = frozenset(self.needs)
-        unknown = sorted(str(need) for need in needs - NEEDS)
-        if unknown:
-            known = ", ".join(map(repr, sorted(NEEDS)))
-            raise ValueError(f"kind {self.name!r}: unknown needs {unknown} (known: {known})")
-        object.__setattr__(self, "needs", needs)
-        if self.example and self.example.get("kind") != self.name:
-            raise ValueError(f"kind {self.name!r}: its example must say kind: {self.name}")
-
-    @property
-    def needs_judge(self) -> bool:
-        """Whether the evaluator asks a judge: it then stays on the main event loop."""
-        return "judge" in self.needs
-
-    async def evaluate(
-        self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
-    ) -> Verdict:
-        """Validate the fields of `params` against `params_model` again and run the evaluator.
-
-        Always, also for an instance of `params_model` itself: one built with
-        `model_construct` or changed after validation carries fields that were never
-        checked, and the evaluator must get a valid instance of its own model. (A
-        registry skips this for the instances its own `validate` made: see
-        `CriterionRegistry.evaluate`.)
-
-        Raises:
-            pydantic.ValidationError: `params` does not validate against `params_model`.
-        """
-        fields = params.model_dump(round_trip=True, warnings=False)
-        typed = self.params_model.model_validate(fields, by_alias=False, by_name=True)
-        return await self.evaluator(case, evidence, params=typed, ctx=ctx)
 
 
 class _RecordingJudge:
@@ -165,27 +69,33 @@ class CriterionRegistry:
     """The criterion kinds a project can use, by name.
 
     Each name is unique: registering a second kind of the same name raises
-    `DuplicateCriterionError`.
+    `DuplicateCriterionError`. Every kind is held as a `Builtin`, so a caller reads a
+    kind's traits from it; a kind that is not one gets the defaults of `described`.
 
-    The registry remembers the parameters its `validate` made for a `Builtin` kind, with
+    The registry remembers the parameters its `validate` made, with
     their field values, so that `evaluate` can hand them to the evaluator without
     validating them again: a project's parameters are validated once, at load, rather
     than for every attempt, where validating cost as much as grading the cheaper kinds.
     """
 
     def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
-        self._kinds: dict[str, CriterionKind] = {}
-        self._validated: dict[int, tuple[BaseModel, CriterionKind, tuple[Any, ...]]] = {}
+        self._kinds: dict[str, Builtin[Any]] = {}
+        self._validated: dict[int, tuple[BaseModel, Builtin[Any], tuple[Any, ...]]] = {}
         for kind in kinds:
             self.register(kind)
 
     def register(self, kind: CriterionKind) -> None:
-        """Add `kind`. Raises `DuplicateCriterionError` when its name is taken."""
+        """Add `kind`, with the default traits of `described` when it is not a `Builtin`.
+
+        Raises:
+            TypeError: `kind` lacks the `CriterionKind` protocol.
+            DuplicateCriterionError: its name is taken.
+        """
         if not isinstance(kind, CriterionKind):
             raise TypeError(f"{kind!r} is not a criterion kind (name, params_model, evaluate)")
         if kind.name in self._kinds:
             raise DuplicateCriterionError(f"criterion kind {kind.name!r} is already registered")
-        self._kinds[kind.name] = kind
+        self._kinds[kind.name] = described(kind)
 
     def copy(self) -> CriterionRegistry:
         """Return a new registry with the same kinds, to extend without changing this one."""
@@ -200,7 +110,7 @@ class CriterionRegistry:
     def __len__(self) -> int:
         return len(self._kinds)
 
-    def get(self, name: str) -> CriterionKind:
+    def get(self, name: str) -> Builtin[Any]:
         """Return the kind called `name`. Raises `UnknownCriterionError` with close matches."""
         try:
             return self._kinds[name]
@@ -210,17 +120,12 @@ class CriterionRegistry:
             ) from None
 
     def version(self, name: str) -> str:
-        """The version string of the kind called `name` ("" when it declares none)."""
-        return str(getattr(self.get(name), "version", ""))
+        """The version of the kind called `name`, which its verdicts record."""
+        return self.get(name).version
 
     def needs(self, name: str) -> frozenset[Need]:
-        """The services of the context that the kind called `name` grades with.
-
-        A kind that is not a `Builtin` does not describe itself, so it is taken to need
-        every service, like a `Builtin` that does not say.
-        """
-        kind = self.get(name)
-        return kind.needs if isinstance(kind, Builtin) else NEEDS
+        """The services of the context that the kind called `name` grades with."""
+        return self.get(name).needs
 
     def forkable(self, *, detector_forks: bool) -> frozenset[str]:
         """The names of the kinds that a forked worker process may grade.
@@ -228,17 +133,17 @@ class CriterionRegistry:
         A judge never crosses a fork: it holds an HTTP client and an event loop of the
         parent. The corpus lookup does: it is read-only data, built before the fork.
         `detector_forks` says whether the context's language detector does (the bundled
-        one does; a runtime's own may hold what a fork must not share). A kind whose
-        traits are unknown needs everything, so it is never forkable.
+        one does; a runtime's own may hold what a fork must not share). A kind that does
+        not say what it needs needs everything, so it is never forkable.
         """
         crossing: set[Need] = {"corpus", "language_detector"} if detector_forks else {"corpus"}
-        return frozenset(name for name in self._kinds if self.needs(name) <= crossing)
+        return frozenset(name for name, kind in self._kinds.items() if kind.needs <= crossing)
 
     def validate(self, spec: CriterionSpec) -> BaseModel:
         """Validate the parameters of `spec` against its kind's parameter model.
 
-        For a `Builtin` kind the registry remembers the instance it returns, so that
-        `evaluate` trusts it as long as none of its fields is replaced.
+        The registry remembers the instance it returns, so that `evaluate` trusts it as
+        long as none of its fields is replaced.
 
         Raises:
             UnknownCriterionError: the registry has no kind `spec.kind`.
@@ -247,22 +152,22 @@ class CriterionRegistry:
         """
         kind = self.get(spec.kind)
         params = self._params(kind, spec)
-        if isinstance(kind, Builtin):
-            self._validated[id(params)] = (params, kind, _fields(params))
+        self._validated[id(params)] = (params, kind, _fields(params))
         return params
 
     @staticmethod
-    def _params(kind: CriterionKind, spec: CriterionSpec) -> BaseModel:
+    def _params(kind: Builtin[Any], spec: CriterionSpec) -> BaseModel:
         try:
-            return kind.params_model.model_validate(spec.params)
+            params: BaseModel = kind.params_model.model_validate(spec.params)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "parameters"
             raise CriterionParamsError(
                 f"criterion {spec.kind!r}: parameter {field!r}: {first['msg']}"
             ) from None
+        return params
 
-    def _trusts(self, kind: CriterionKind, params: BaseModel) -> bool:
+    def _trusts(self, kind: Builtin[Any], params: BaseModel) -> bool:
         """Whether `params` is an instance that `validate` made for `kind`, unchanged.
 
         Unchanged means that no field was given another value since (by assignment, or
@@ -293,12 +198,11 @@ class CriterionRegistry:
         contract says.
 
         `params` are the parameters of `spec` as the caller validated them (None: validate
-        them here). A `Builtin` kind's evaluator gets them as they are when this registry's
+        them here). The kind's evaluator gets them as they are when this registry's
         `validate` made them and no field has changed since; other parameters go through
-        the kind's `evaluate`, which for a `Builtin` validates them again.
+        the kind's `evaluate`, which validates them again.
         """
         kind = self.get(spec.kind)
-        version = str(getattr(kind, "version", ""))
         recording = _RecordingJudge(ctx.judge) if ctx.judge is not None else None
         if recording is not None:
             ctx = _with_judge(ctx, recording)
@@ -314,7 +218,7 @@ class CriterionRegistry:
             "kind": spec.kind,
             "weight": spec.weight,
             "gate": spec.gate,
-            "version": version,
+            "version": kind.version,
         }
         if recording is not None:
             update |= {
@@ -326,7 +230,7 @@ class CriterionRegistry:
 
     async def _grade(
         self,
-        kind: CriterionKind,
+        kind: Builtin[Any],
         spec: CriterionSpec,
         case: Case,
         evidence: Evidence,
@@ -337,7 +241,7 @@ class CriterionRegistry:
             params, trusted = self._params(kind, spec), True
         else:
             trusted = self._trusts(kind, params)
-        if trusted and isinstance(kind, Builtin):
+        if trusted:
             verdict: Verdict = await kind.evaluator(case, evidence, params=params, ctx=ctx)
             return verdict
         return await kind.evaluate(case, evidence, params=params, ctx=ctx)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -13,7 +12,7 @@ from soev_pipeline.core.patterns import LinearPattern, PatternError
 from soev_pipeline.core.ports import CriterionContext, KnowsLanguages
 from soev_pipeline.text import letter_words, shorten, split_sentences
 
-from .registry import Builtin
+from .kind import criterion
 from .verdicts import error, not_applicable, outcome
 
 MIN_WORDS = 3
@@ -84,6 +83,13 @@ class MaxLengthParams(FrozenModel):
     max: int = Field(ge=0)
 
 
+@criterion(
+    "reply.language",
+    LanguageParams,
+    needs={"language_detector"},
+    summary="at least `min_share` of the reply's detectable sentences are in `language`",
+    example={"kind": "reply.language", "language": "nl", "min_share": 0.9},
+)
 async def language(
     case: Case, evidence: Evidence, *, params: LanguageParams, ctx: CriterionContext
 ) -> Verdict:
@@ -129,6 +135,13 @@ async def language(
     return outcome(passed=share >= params.min_share, detail=detail)
 
 
+@criterion(
+    "reply.contains",
+    ContainsParams,
+    needs=(),
+    summary="each substring and each regex matches the reply (so also without patterns)",
+    example={"kind": "reply.contains", "substrings": ["zes weken"]},
+)
 async def contains(
     case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
 ) -> Verdict:
@@ -149,6 +162,13 @@ async def contains(
     return outcome(passed=True, detail=f"all {len(matched)} pattern(s) matched")
 
 
+@criterion(
+    "reply.not_contains",
+    ContainsParams,
+    needs=(),
+    summary="no substring and no regex matches the reply (so also without patterns)",
+    example={"kind": "reply.not_contains", "regex": [r"\bgegarandeerd\b"]},
+)
 async def not_contains(
     case: Case, evidence: Evidence, *, params: ContainsParams, ctx: CriterionContext
 ) -> Verdict:
@@ -169,6 +189,13 @@ async def not_contains(
     return outcome(passed=True, detail=f"none of {len(missed)} pattern(s) matched")
 
 
+@criterion(
+    "reply.max_length",
+    MaxLengthParams,
+    needs=(),
+    summary="the reply has at most `max` Unicode characters",
+    example={"kind": "reply.max_length", "max": 1200},
+)
 async def max_length(
     case: Case, evidence: Evidence, *, params: MaxLengthParams, ctx: CriterionContext
 ) -> Verdict:
@@ -204,43 +231,3 @@ def _match(reply: str, params: ContainsParams) -> tuple[list[str], list[str]]:
             ) from None
         (matched if found else missed).append(f"regex {pattern!r}")
     return matched, missed
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "reply.language",
-        LanguageParams,
-        language,
-        version="1",
-        needs=frozenset({"language_detector"}),
-        summary="at least `min_share` of the reply's detectable sentences are in `language`",
-        example={"kind": "reply.language", "language": "nl", "min_share": 0.9},
-    ),
-    Builtin(
-        "reply.contains",
-        ContainsParams,
-        contains,
-        version="1",
-        needs=frozenset(),
-        summary="each substring and each regex matches the reply (so also without patterns)",
-        example={"kind": "reply.contains", "substrings": ["zes weken"]},
-    ),
-    Builtin(
-        "reply.not_contains",
-        ContainsParams,
-        not_contains,
-        version="1",
-        needs=frozenset(),
-        summary="no substring and no regex matches the reply (so also without patterns)",
-        example={"kind": "reply.not_contains", "regex": [r"\bgegarandeerd\b"]},
-    ),
-    Builtin(
-        "reply.max_length",
-        MaxLengthParams,
-        max_length,
-        version="1",
-        needs=frozenset(),
-        summary="the reply has at most `max` Unicode characters",
-        example={"kind": "reply.max_length", "max": 1200},
-    ),
-]

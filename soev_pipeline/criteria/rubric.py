@@ -17,7 +17,7 @@ from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.ports import CriterionContext, JudgeRequest
 
 from .judged import with_reason
-from .registry import Builtin
+from .kind import criterion
 from .verdicts import error, judge_label, outcome
 from .watsonx import Criteria, catalog_criterion, render
 
@@ -111,9 +111,15 @@ class RubricParams(FrozenModel):
                 f"and at most the highest ({highest:g}), so that one option fails and one passes"
             )
 
-    def referenced_files(self) -> list[str]:
+    def choices(self) -> tuple[str, ...]:
+        """The labels the judge may give: the option names of `criterion`, else `labels`."""
+        if self.criterion is not None:
+            return tuple(option.name for option in self.criterion.options)
+        return self.labels
+
+    def files(self) -> tuple[str, ...]:
         """The project files to read at load time: the rubric file, if any."""
-        return [self.rubric] if self.rubric is not None else []
+        return (self.rubric,) if self.rubric is not None else ()
 
     def values(self) -> dict[str, float]:
         """The value of each option of the criterion, by option name."""
@@ -128,6 +134,20 @@ class RubricParams(FrozenModel):
         return max(self.values().values(), default=0.0)
 
 
+@criterion(
+    "rubric.judge",
+    RubricParams,
+    version="2",
+    needs={"judge"},
+    labels=RubricParams.choices,
+    files=RubricParams.files,
+    summary=(
+        "the judge's label is in `pass_labels` (a `rubric` file with its `labels`), or its "
+        "option is worth at least `min_value` (a watsonx.gov-style `criterion`, inline or "
+        "from the catalog)"
+    ),
+    example={"kind": "rubric.judge", "criterion": "conciseness"},
+)
 async def rubric_judge(
     case: Case, evidence: Evidence, *, params: RubricParams, ctx: CriterionContext
 ) -> Verdict:
@@ -140,12 +160,12 @@ async def rubric_judge(
         return error("the attempt has no final reply to grade")
     if params.criterion is not None:
         text = render(params.criterion)
-        labels = tuple(option.name for option in params.criterion.options)
     else:
         loaded = ctx.rubrics.get(params.rubric or "")
         if loaded is None:
             return error(f"the rubric file {params.rubric!r} was not loaded with the project")
-        text, labels = loaded, params.labels
+        text = loaded
+    labels = params.choices()
     request = JudgeRequest(
         task="rubric.judge",
         inputs={
@@ -168,20 +188,3 @@ async def rubric_judge(
         name = params.criterion.name or "criterion"
         detail = f"{name}: {result.label!r} worth {value:g} (min {params.threshold():g})"
     return outcome(passed=passed, detail=with_reason(detail, result))
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "rubric.judge",
-        RubricParams,
-        rubric_judge,
-        version="2",
-        needs=frozenset({"judge"}),
-        summary=(
-            "the judge's label is in `pass_labels` (a `rubric` file with its `labels`), or its "
-            "option is worth at least `min_value` (a watsonx.gov-style `criterion`, inline or "
-            "from the catalog)"
-        ),
-        example={"kind": "rubric.judge", "criterion": "conciseness"},
-    ),
-]

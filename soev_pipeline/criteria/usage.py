@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.ports import CriterionContext
 
-from .registry import Builtin, NoParams
+from .kind import NoParams, criterion
 from .verdicts import error, outcome
 
 
@@ -25,6 +23,16 @@ class MaxSecondsParams(FrozenModel):
     max: float = Field(ge=0)
 
 
+@criterion(
+    "usage.max_tokens",
+    MaxTokensParams,
+    needs=(),
+    summary=(
+        "the prompt and completion tokens of all turns are at most `max`; "
+        "error when a turn reported no usage"
+    ),
+    example={"kind": "usage.max_tokens", "max": 4000},
+)
 async def max_tokens(
     case: Case, evidence: Evidence, *, params: MaxTokensParams, ctx: CriterionContext
 ) -> Verdict:
@@ -43,6 +51,13 @@ async def max_tokens(
     return outcome(passed=total <= params.max, detail=f"{total} tokens (max {params.max})")
 
 
+@criterion(
+    "usage.max_seconds",
+    MaxSecondsParams,
+    needs=(),
+    summary="the durations of all turns add up to at most `max` seconds",
+    example={"kind": "usage.max_seconds", "max": 30},
+)
 async def max_seconds(
     case: Case, evidence: Evidence, *, params: MaxSecondsParams, ctx: CriterionContext
 ) -> Verdict:
@@ -54,6 +69,13 @@ async def max_seconds(
     return outcome(passed=total <= params.max, detail=f"{total:.2f} s (max {params.max:g} s)")
 
 
+@criterion(
+    "run.no_failure",
+    NoParams,
+    needs=(),
+    summary="the attempt recorded turns, and none of them failed",
+    example={"kind": "run.no_failure", "gate": True},
+)
 async def no_failure(
     case: Case, evidence: Evidence, *, params: NoParams, ctx: CriterionContext
 ) -> Verdict:
@@ -66,34 +88,3 @@ async def no_failure(
     if not turns:
         return outcome(passed=False, detail="the attempt recorded no turn")
     return outcome(passed=True, detail=f"{len(turns)} turn(s) without failure")
-
-
-KINDS: list[Builtin[Any]] = [
-    Builtin(
-        "usage.max_tokens",
-        MaxTokensParams,
-        max_tokens,
-        needs=frozenset(),
-        summary=(
-            "the prompt and completion tokens of all turns are at most `max`; "
-            "error when a turn reported no usage"
-        ),
-        example={"kind": "usage.max_tokens", "max": 4000},
-    ),
-    Builtin(
-        "usage.max_seconds",
-        MaxSecondsParams,
-        max_seconds,
-        needs=frozenset(),
-        summary="the durations of all turns add up to at most `max` seconds",
-        example={"kind": "usage.max_seconds", "max": 30},
-    ),
-    Builtin(
-        "run.no_failure",
-        NoParams,
-        no_failure,
-        needs=frozenset(),
-        summary="the attempt recorded turns, and none of them failed",
-        example={"kind": "run.no_failure", "gate": True},
-    ),
-]

@@ -262,7 +262,7 @@ def _load(
     if cache is not None:
         cache.prune()
     _check_unique_ids(suites)
-    rubrics = _read_rubrics(path.parent, suites, params, places)
+    rubrics = _read_files(path.parent, suites, registry, params, places)
     corpus = None
     if project.corpus is not None:
         corpus = load_corpus(inside(path.parent, project.corpus, field="corpus", source=path))
@@ -437,13 +437,16 @@ def _validate_criterion(registry: CriterionRegistry, spec: CriterionSpec, place:
         raise CriterionParamsError(f"{place}: {exc}") from None
 
 
-def _read_rubrics(
+def _read_files(
     directory: Path,
     suites: Sequence[Suite],
+    registry: CriterionRegistry,
     params: Mapping[tuple[str, int], BaseModel],
     places: Mapping[tuple[str, int], str],
 ) -> dict[str, str]:
     """Read every file the criteria name, e.g. rubrics, by their project-relative path.
+
+    A kind names the files a criterion reads from its parameters (`Builtin.files_of`).
 
     Raises:
         ProjectError: a path leads outside the project directory, or the file is not text.
@@ -454,8 +457,9 @@ def _read_rubrics(
     texts: dict[str, str] = {}
     for suite in suites:
         for case in suite.cases:
-            for index in range(len(case.criteria)):
-                for reference in _referenced_files(params[(case.id, index)]):
+            for index, spec in enumerate(case.criteria):
+                kind = registry.get(spec.kind)
+                for reference in kind.files_of(params[(case.id, index)]):
                     if reference in texts:
                         continue
                     place = places[(case.id, index)]
@@ -467,19 +471,7 @@ def _read_rubrics(
                         reason = exc.strerror or type(exc).__name__
                         raise OSError(
                             exc.errno,
-                            f"{reason} (the rubric of {place})",
+                            f"{reason} (the file of {place})",
                             str(directory / reference),
                         ) from None
     return texts
-
-
-def _referenced_files(params: BaseModel) -> list[str]:
-    """The project files a criterion's parameters name, for example a rubric.
-
-    The method is looked up on the class first: a pydantic model's fallback for a missing
-    attribute is slow, and a 20,000-case suite asks it once per criterion.
-    """
-    if not hasattr(type(params), "referenced_files"):
-        return []
-    referenced = getattr(params, "referenced_files", None)
-    return list(referenced()) if callable(referenced) else []

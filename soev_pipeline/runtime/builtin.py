@@ -28,17 +28,25 @@ from .providers import Operation, RuntimeBindings
 
 @asynccontextmanager
 async def open_project_judge(
-    loaded: LoadedProject, state: Path, *, offline: bool = False
+    loaded: LoadedProject, state: Path | None = None, *, offline: bool = False
 ) -> AsyncIterator[LLMJudge | None]:
-    """The project's judge with the judge cache in `state`, or None without a `judge` section.
+    """The judge of the project's `judge:` section, open until the block ends; None without one.
 
+    The judge the built-in provider gives, for a runtime provider of your own that brings
+    its own arm or tracker but grades with the project's judge: the judge kinds of a
+    provider that gives no judge have error verdicts. The judge cache is in `state`, the
+    project's state folder (by default `.soev/` beside its runs, as `ProjectPaths` says).
     Offline, the judge answers from the cache alone and opens no client.
+
+    Raises:
+        JudgeError: the judge's client cannot be made (an unset `api_key_env`).
     """
     config = loaded.project.judge
     if config is None:
         yield None
         return
-    async with open_judge(config, cache_path=state / JUDGE_CACHE, offline=offline) as judge:
+    folder = ProjectPaths.of(loaded.path).state if state is None else state
+    async with open_judge(config, cache_path=folder / JUDGE_CACHE, offline=offline) as judge:
         yield judge
 
 

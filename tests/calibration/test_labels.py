@@ -25,6 +25,7 @@ from soev_pipeline.calibration.labels import MAX_LINE_BYTES
 from soev_pipeline.core import Case, CriterionSpec, Verdict
 from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.criteria import NoParams, builtin_registry, criterion, outcome
 from tests.support.builders import make_case
 from tests.support.project import SECRET
 
@@ -119,6 +120,27 @@ def test_label_choices_are_the_judges_labels_of_the_kind() -> None:
     assert label_choices(case.criteria[2]) == ("goed", "fout")
     assert len(label_choices(case.criteria[3])) >= 2  # the catalog criterion's option names
     assert label_choices(CriterionSpec(kind="reply.contains")) == ()
+
+
+@criterion("custom.tone", NoParams, needs={"judge"}, labels=("warm", "cold"))
+async def tone(case: object, evidence: object, *, params: NoParams, ctx: object) -> Verdict:
+    return outcome(passed=True)
+
+
+def test_the_labels_of_a_projects_kind_come_from_the_projects_registry(tmp_path: Path) -> None:
+    registry = builtin_registry()
+    registry.register(tone)
+    spec = CriterionSpec(kind="custom.tone")
+    assert label_choices(spec) == ()  # not a built-in kind
+    assert label_choices(spec, registry) == ("warm", "cold")
+    cases = {"kern-009": make_case(id="kern-009", criteria=[{"kind": "custom.tone"}])}
+    line = label(case_id="kern-009", kind="custom.tone", label="warm")
+    assert "label 'warm' is not one of" in (check_label(line, cases) or "")
+    assert check_label(line, cases, registry) is None
+    path = tmp_path / "labels.jsonl"
+    append_label(path, line, cases, registry)
+    assert [read.label for read in read_labels([path], cases, registry).labels] == [line]
+    assert read_labels([path], cases).labels == ()
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,10 @@ from typing import Any
 import pydantic
 import pytest
 
-from soev_pipeline.core import CriterionSpec
+from soev_pipeline.core import CriterionContext, CriterionSpec, JudgeRequest
 from soev_pipeline.criteria import NEEDS, Builtin, builtin_registry
 from soev_pipeline.judges import load_prompts
+from tests.support.builders import ScriptedJudge, grade, label
 
 REQUIRED = object()
 ANY = object()
@@ -78,7 +79,7 @@ def test_each_kind_has_the_parameters_and_defaults_of_the_reference(name: str) -
     assert kind.name == name
     fields = kind.params_model.model_fields
     if name == "rubric.judge":
-        assert set(REFERENCE[name]) <= set(fields)  # SPEC 9 adds the watsonx.gov-style criterion
+        assert set(REFERENCE[name]) <= set(fields)  # and `criterion` (docs/criteria/judge-kinds.md)
     else:
         assert set(fields) == set(REFERENCE[name])
     model = builtin_registry().validate(CriterionSpec.model_validate(kind.example))
@@ -136,6 +137,36 @@ def test_a_worker_may_grade_every_kind_of_the_reference_but_the_judges() -> None
     assert registry.forkable(detector_forks=True) & reference == reference - judges
     without = reference - judges - {"reply.language"}
     assert registry.forkable(detector_forks=False) & reference == without
+
+
+REFERENCE_LABELS = {
+    "behaviour.expected": ("answer", "refuse", "abstain"),
+    "privacy.names": ("none", "name"),
+}
+"""The labels of the kinds that the reference says the judge labels once an attempt."""
+
+
+def test_the_kinds_the_judge_labels_once_an_attempt_have_the_labels_of_the_reference() -> None:
+    registry = builtin_registry()
+    labelled = {name for name in registry if registry.get(name).labelled}
+    assert labelled & set(REFERENCE) == {*REFERENCE_LABELS, "rubric.judge"}
+    for name, labels in REFERENCE_LABELS.items():
+        assert registry.get(name).labels == labels
+
+
+@pytest.mark.parametrize("name", [name for name in KINDS if _kind(name).labelled])
+def test_the_labels_of_a_kind_are_the_labels_its_judge_may_give(name: str) -> None:
+    kind = _kind(name)
+    spec = CriterionSpec.model_validate(kind.example)
+    labels = kind.labels_of(builtin_registry().validate(spec))
+
+    def first(request: JudgeRequest) -> object:
+        return label(request.allowed_labels[0])
+
+    judge = ScriptedJudge(first)
+    verdict = grade(name, ctx=CriterionContext(judge=judge), **spec.params)
+    assert verdict.status in ("pass", "fail"), verdict.detail
+    assert [request.allowed_labels for request in judge.requests] == [labels]
 
 
 def test_each_kind_that_needs_a_judge_has_a_judge_prompt() -> None:

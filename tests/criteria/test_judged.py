@@ -440,7 +440,7 @@ def test_an_unexpected_judge_exception_is_not_swallowed_by_a_kind() -> None:
         return label("support")
 
     ctx = CriterionContext(judge=ScriptedJudge(script))
-    coro = nuggets_coverage(
+    coro = nuggets_coverage.evaluator(
         make_case(nuggets=NUGGETS), make_evidence(), params=NuggetsParams(), ctx=ctx
     )
     with pytest.raises(RuntimeError, match="defect in the judge"):

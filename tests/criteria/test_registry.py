@@ -1,7 +1,8 @@
 """The parts of a criterion kind: Builtin checks its parameters again whatever their type,
-and says what it needs; NoParams takes none; the registry trusts the parameters it validated
-itself, says which kinds a worker may grade, and turns what an evaluator raises into an
-error verdict."""
+and carries its traits (made with `criterion` or the seed's constructor); NoParams takes
+none; the registry gives a kind that is not a Builtin the default traits, trusts the
+parameters it validated itself, says which kinds a worker may grade, and turns what an
+evaluator raises into an error verdict."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from soev_pipeline.core import Case, CriterionContext, CriterionSpec, Evidence, Verdict
+from soev_pipeline.core.errors import DuplicateCriterionError, UnknownCriterionError
 from soev_pipeline.criteria import (
     NEEDS,
     Builtin,
     CriterionRegistry,
     NoParams,
     builtin_registry,
+    criterion,
     outcome,
 )
 from soev_pipeline.criteria.reply import ContainsParams
@@ -173,6 +176,9 @@ def test_a_builtin_that_does_not_say_what_it_needs_needs_everything() -> None:
     [
         ({"needs": frozenset({"judges"})}, "unknown needs"),
         ({"example": {"kind": "custom.other"}}, "must say kind: custom.remember"),
+        ({"needs": frozenset(), "labels": ("ja", "nee")}, "its needs lack 'judge'"),
+        ({"labels": ("ja", "ja")}, "unique and not blank"),
+        ({"labels": ("ja", " ")}, "unique and not blank"),
     ],
 )
 def test_a_builtin_with_wrong_traits_is_refused(traits: dict[str, Any], message: str) -> None:
@@ -189,7 +195,86 @@ class Unknown:
     async def evaluate(
         self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
     ) -> Verdict:
-        return outcome(passed=True)
+        return outcome(passed=True, detail="unknown passes")
+
+
+def test_the_criterion_decorator_makes_a_builtin_with_its_traits() -> None:
+    def words(params: Params) -> tuple[str, ...]:
+        return (params.inner.word, "anders")
+
+    @criterion(
+        "custom.decorated",
+        Params,
+        version="4",
+        needs=["judge"],
+        summary="the judge says the word",
+        example={"kind": "custom.decorated", "from": "prompt"},
+        labels=words,
+        files=lambda params: [f"{params.source}.md"],
+    )
+    async def decorated(
+        case: Case, evidence: Evidence, *, params: Params, ctx: CriterionContext
+    ) -> Verdict:
+        return outcome(passed=True, detail=params.inner.word)
+
+    assert isinstance(decorated, Builtin)
+    assert (decorated.name, decorated.params_model, decorated.version) == (
+        "custom.decorated",
+        Params,
+        "4",
+    )
+    assert decorated.needs == {"judge"} and decorated.summary == "the judge says the word"
+    assert decorated.example == {"kind": "custom.decorated", "from": "prompt"}
+    params = Params.model_validate({"from": "prompt"})
+    assert decorated.labelled and decorated.labels_of(params) == ("dank", "anders")
+    assert decorated.files_of(params) == ("prompt.md",)
+    assert evaluate(decorated, params).detail == "dank"
+
+
+def test_a_kind_without_labels_or_files_has_none() -> None:
+    assert not KIND.labelled
+    assert KIND.labels_of(Params()) == () and KIND.files_of(Params()) == ()
+    fixed = Builtin("custom.fixed", Params, remember, labels=["ja", "nee"])  # type: ignore[arg-type]
+    assert fixed.labels == ("ja", "nee") and fixed.labels_of(Params()) == ("ja", "nee")
+
+
+def test_a_kind_that_is_not_a_builtin_gets_the_default_traits() -> None:
+    registry = CriterionRegistry([Unknown()])
+    kind = registry.get("custom.unknown")
+    assert isinstance(kind, Builtin) and kind.params_model is NoParams
+    assert (kind.version, kind.needs, kind.labelled, kind.files) == ("", NEEDS, False, None)
+    assert registry.version("custom.unknown") == ""
+    spec = CriterionSpec(kind="custom.unknown")
+    verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), CriterionContext()))
+    assert (verdict.status, verdict.detail, verdict.version) == ("pass", "unknown passes", "")
+
+
+def test_a_kind_that_is_not_a_builtin_gets_validated_parameters() -> None:
+    class Strict(Unknown):
+        name = "custom.strict"
+        params_model = Params
+
+        async def evaluate(
+            self, case: Case, evidence: Evidence, *, params: BaseModel, ctx: CriterionContext
+        ) -> Verdict:
+            return outcome(passed=type(params) is Params, detail=type(params).__name__)
+
+    registry = CriterionRegistry([Strict()])
+    spec = CriterionSpec.model_validate({"kind": "custom.strict", "from": "prompt"})
+    ctx = CriterionContext()
+    for params in (None, registry.validate(spec), LookAlike(inner=Inner(word="a"), source="b")):
+        verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
+        assert (verdict.status, verdict.detail) == ("pass", "Params")
+
+
+def test_a_registry_refuses_what_is_not_a_kind_and_a_taken_name() -> None:
+    registry = CriterionRegistry([KIND])
+    with pytest.raises(TypeError, match="is not a criterion kind"):
+        registry.register(object())  # type: ignore[arg-type]
+    with pytest.raises(DuplicateCriterionError, match=r"'custom\.remember' is already registered"):
+        registry.register(Builtin("custom.remember", NoParams, remember))
+    with pytest.raises(UnknownCriterionError, match=r"did you mean 'custom\.remember'"):
+        registry.get("custom.remembr")
 
 
 def test_the_registry_says_which_kinds_a_forked_worker_may_grade() -> None:

@@ -108,9 +108,14 @@ class TestRubricFile:
         assert "'rubrics/grade.md'" in verdict.detail
         assert judge.requests == []
 
-    def test_referenced_files_name_the_rubric(self) -> None:
-        assert RubricParams.model_validate(FILE_FORM).referenced_files() == ["rubrics/grade.md"]
-        assert RubricParams.model_validate({"criterion": "conciseness"}).referenced_files() == []
+    def test_the_kind_names_the_rubric_file_and_its_labels(self) -> None:
+        kind = builtin_registry().get("rubric.judge")
+        params = RubricParams.model_validate(FILE_FORM)
+        assert kind.files_of(params) == ("rubrics/grade.md",)
+        assert kind.labels_of(params) == params.labels
+        catalog = RubricParams.model_validate({"criterion": "conciseness"})
+        assert kind.files_of(catalog) == ()
+        assert kind.labels_of(catalog) == ("Yes", "No")
 
 
 class TestFailsClosed:

@@ -199,6 +199,26 @@ def test_load_raises_the_documented_errors(
         load(path)
 
 
+def test_the_files_a_hooks_kind_names_are_read_once_at_load(path: Path) -> None:
+    append(
+        path.parent / "hooks.py",
+        "from soev_pipeline.core import FrozenModel\n"
+        "from soev_pipeline.criteria import criterion, outcome\n"
+        "class Params(FrozenModel):\n    template: str\n"
+        "@criterion('custom.template', Params, needs=(), files=lambda p: [p.template])\n"
+        "async def template(case, evidence, *, params, ctx):\n"
+        "    return outcome(passed=params.template in ctx.rubrics)\n"
+        "CRITERIA.append(template)\n",
+    )
+    add_criterion(path, {"kind": "custom.template", "template": "sjablonen/brief.md"})
+    (path.parent / "sjablonen").mkdir()
+    (path.parent / "sjablonen" / "brief.md").write_text("Geachte heer,\n", encoding="utf-8")
+    assert load(path).context.rubrics["sjablonen/brief.md"] == "Geachte heer,\n"
+    (path.parent / "sjablonen" / "brief.md").unlink()
+    with pytest.raises(OSError, match=r"\(the file of .*awb\.yaml: case 'kern-001'"):
+        load(path)
+
+
 # --------------------------------------------------------------------------- the messages
 
 
