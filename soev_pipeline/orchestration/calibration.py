@@ -21,7 +21,6 @@ import dagster as dg
 from soev_pipeline.api import run_sync
 from soev_pipeline.calibration import (
     DEFAULT_MIN_KAPPA,
-    JUDGED_KINDS,
     Calibration,
     calibrate,
     labels_version,
@@ -40,7 +39,8 @@ JUDGE_AGREES_WITH_LABELS = "judge_agrees_with_labels"
 
 def _judged(loaded: LoadedProject) -> bool:
     """Whether any case of the project has a criterion of a judge kind."""
-    return any(spec.kind in JUDGED_KINDS for case in loaded.cases() for spec in case.criteria)
+    kinds = {spec.kind for case in loaded.cases() for spec in case.criteria}
+    return any(loaded.registry.get(kind).needs_judge for kind in kinds)
 
 
 def labels_metadata(loaded: LoadedProject) -> dict[str, Any]:

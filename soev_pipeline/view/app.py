@@ -225,7 +225,7 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
         field = ".".join(str(part) for part in first["loc"]) or "label"
         raise BadRequest(f"{field}: {first['msg']}") from None
     try:
-        append_label(viewer.labels, label, store.cases)
+        append_label(viewer.labels, label, store.cases, store.loaded.registry)
     except ProjectError as exc:
         raise BadRequest(str(exc)) from None
     path = f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"

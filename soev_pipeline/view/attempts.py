@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from soev_pipeline.calibration import criterion_of, is_judged, label_choices
 from soev_pipeline.core.models import Case, Evidence, Turn, Verdict
 from soev_pipeline.corpus import CorpusLookup
+from soev_pipeline.criteria import CriterionRegistry
 from soev_pipeline.run.results import GradedAttempt
 
 SHOWN_CHARS = 20_000
@@ -190,12 +191,16 @@ def _numbered(verdicts: Sequence[Verdict]) -> list[tuple[int, Verdict]]:
 
 
 def verdict_rows(
-    attempts: Sequence[GradedAttempt], case: Case | None, replies: Mapping[int, bool]
+    attempts: Sequence[GradedAttempt],
+    case: Case | None,
+    replies: Mapping[int, bool],
+    registry: CriterionRegistry | None = None,
 ) -> list[VerdictRow]:
     """The verdicts of a case's attempts as rows, one per criterion, in the criteria's order.
 
     A judged verdict of an attempt with a final reply (`replies`) can take a label when
-    the project's case still has that criterion; its `choices` are then the kind's labels.
+    the project's case still has that criterion; its `choices` are then the labels of its
+    kind in `registry` (the project's kinds; the built-in ones when None).
     """
     rows: dict[tuple[str, int], dict[int, VerdictCell]] = {}
     shape: dict[tuple[str, int], tuple[float, bool]] = {}
@@ -212,7 +217,7 @@ def verdict_rows(
                 detail=Text.of(verdict.detail) or Text(""),
                 judge=judge,
                 judged=judged,
-                choices=label_choices(spec) if judged and spec is not None else (),
+                choices=label_choices(spec, registry) if judged and spec is not None else (),
             )
     return [
         VerdictRow(

@@ -132,7 +132,7 @@ def case_page(store: RunStore, run_id: str, case_id: str) -> CasePage:
         expectation=_expectation(store, case, manifest.cases.get(case_id)),
         questions=questions,
         attempts=tuple(views),
-        verdicts=tuple(verdict_rows(graded, case, replies)),
+        verdicts=tuple(verdict_rows(graded, case, replies, store.loaded.registry)),
     )
 
 
