@@ -6,17 +6,23 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from soev_pipeline.core.models import Verdict
+from soev_pipeline.criteria import NoParams, builtin_registry, criterion
 from soev_pipeline.run import RunArchive
 from soev_pipeline.run.archive import VERDICTS
+from soev_pipeline.run.results import GradedAttempt
 from soev_pipeline.view import RunStore
+from soev_pipeline.view.attempts import verdict_rows
 from soev_pipeline.view.case_pages import case_page, compare_page, unit_page, verdict_changes
 from soev_pipeline.view.pages import PAGE_SIZE, Filters, run_page, runs_page
 from soev_pipeline.view.render import ServerLinks, render
 from soev_pipeline.view.store import NotFound
 from soev_pipeline.view.tables import GROUP_COLUMNS, build_table
+from tests.support.builders import make_case
 from tests.support.project import CITED, SECRET, TEST_IDS
 from tests.view.conftest import HOSTILE, TwoRuns
 
@@ -215,3 +221,29 @@ def test_a_run_whose_report_does_not_read_is_listed_with_the_reason(own_runs: Tw
     assert broken.pass_rate == "unreadable"
     assert broken.problem is not None and "report.json: not a valid report" in broken.problem
     assert page.plots[0].alt.startswith("Overall pass rate over 1 run(s)")  # b1 alone
+
+
+def test_a_kind_of_the_project_offers_its_own_labels() -> None:
+    """A hooks kind's judge labels come from the kind, as the built-in kinds' do."""
+
+    @criterion("custom.toon", NoParams, needs=("judge",), labels=("vriendelijk", "bot"))
+    async def toon(case: Any, evidence: Any, *, params: NoParams, ctx: Any) -> Verdict:
+        raise NotImplementedError
+
+    registry = builtin_registry()
+    registry.register(toon)
+    case = make_case(criteria=[{"kind": "custom.toon"}])
+    verdict = Verdict(status="pass", kind="custom.toon", prompt_sha="p" * 64)
+    graded = GradedAttempt(
+        case_id=case.id,
+        suite="kern",
+        split="dev",
+        attempt=0,
+        score=1.0,
+        passed=True,
+        verdicts=(verdict,),
+    )
+    (row,) = verdict_rows([graded], case, {0: True}, registry)
+    assert row.cells[0] is not None and row.cells[0].choices == ("vriendelijk", "bot")
+    (unknown,) = verdict_rows([graded], case, {0: True})  # the built-in kinds alone
+    assert unknown.cells[0] is not None and unknown.cells[0].choices == ()
