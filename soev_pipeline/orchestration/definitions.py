@@ -85,7 +85,7 @@ def _prefixed(definition: A, prefix: str | None) -> A:
         return definition
     keys: Sequence[dg.AssetKey] = [
         *definition.keys,
-        *(key for spec in definition.specs for key in (dep.asset_key for dep in spec.deps)),
+        *(dep.asset_key for spec in definition.specs for dep in spec.deps),
         *(check.asset_key for check in definition.check_keys),
     ]
     replaced = {key: asset_key(key.path[-1], prefix) for key in keys}
