@@ -159,6 +159,22 @@ def holm(p_values: Mapping[Key, float]) -> dict[Key, float]:
     return {key: adjusted[key] for key in p_values}
 
 
+def overall_first(p_values: Mapping[Key, float], first: Key) -> dict[Key, float]:
+    """The adjusted p-values of the gate's family: `first` alone at full alpha, then the
+    others with Holm among themselves, tested only once `first` is significant (serial
+    gatekeeping, docs/statistics.md#two-runs-paired-differences-and-the-sign-test).
+
+    `first` keeps its own p; each other becomes the larger of that and its Holm p among the
+    others, so it is significant at alpha exactly when both are. The chance of a false
+    alarm over the family stays at most alpha: while `first` has not changed, any later
+    rejection needs its false rejection first (at most alpha); once it has, Holm holds the
+    others at alpha. A `first` missing from `p_values` counts as p = 1.
+    """
+    head = p_values.get(first, 1.0)
+    others = holm({key: p for key, p in p_values.items() if key != first})
+    return {key: head if key == first else max(head, others[key]) for key in p_values}
+
+
 @dataclass(frozen=True, slots=True)
 class PairedFigures:
     """Two runs' rates over the same cases: the change, its error bar and the sign test."""

@@ -10,6 +10,7 @@ import pytest
 from soev_pipeline.core.stats import (
     binomial_cdf,
     holm,
+    overall_first,
     paired_figures,
     rate_figures,
     sign_test,
@@ -156,3 +157,17 @@ def test_holm_with_ties() -> None:
     assert list(adjusted) == ["a", "b", "c", "d"]
     assert holm({"x": 0.6, "y": 0.7}) == {"x": 1.0, "y": approx(1.0)}
     assert holm({}) == {}
+
+
+def test_overall_first_then_holm_over_the_others() -> None:
+    # overall .03 stands alone; the others by Holm: b .01 · 2 = .02, c .04 · 1 = .04 (at
+    # least .02), each then at least overall's .03
+    adjusted = overall_first({"b": 0.01, "overall": 0.03, "c": 0.04}, "overall")
+    assert adjusted == {"b": approx(0.03), "overall": approx(0.03), "c": approx(0.04)}
+    assert list(adjusted) == ["b", "overall", "c"]
+    # overall not significant: nothing else is, however small its own p
+    blocked = overall_first({"overall": 0.2, "b": 0.0001}, "overall")
+    assert blocked == {"overall": 0.2, "b": 0.2}
+    # overall without a changed pair is missing from the family: p = 1 for every other
+    assert overall_first({"b": 0.001}, "overall") == {"b": 1.0}
+    assert overall_first({}, "overall") == {}
