@@ -203,21 +203,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _print_json(comparison.model_dump(mode="json"))
     else:
         _print(render_comparison(comparison))
-    if args.fail_on_regression and comparison.inconclusive:
-        print(
-            f"soev-evals: the quality gate cannot decide: {comparison.why_inconclusive()} "
-            f"(more than {100 * args.max_unrun:g} % of a run's attempts)",
-            file=sys.stderr,
-        )
-        return EXIT_INCONCLUSIVE
-    if args.fail_on_regression and comparison.regressed:
+    if not args.fail_on_regression or comparison.gate == "passed":
+        return EXIT_OK
+    if comparison.gate == "failed":
         print(
             f"soev-evals: quality gate failed: run {run.run_id!r} regressed significantly "
             f"against {baseline.run_id!r}",
             file=sys.stderr,
         )
         return EXIT_GATE
-    return EXIT_OK
+    share = f" (more than {100 * args.max_unrun:g} % of a run's attempts)"
+    print(
+        f"soev-evals: the quality gate cannot decide: {comparison.why_undecided()}"
+        + (share if comparison.inconclusive else ""),
+        file=sys.stderr,
+    )
+    return EXIT_INCONCLUSIVE
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

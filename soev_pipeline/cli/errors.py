@@ -16,7 +16,8 @@ EXIT_USAGE = 2
 EXIT_GATE = 3
 """The quality gate failed: `compare --fail-on-regression`, `report --fail-under`."""
 EXIT_INCONCLUSIVE = 4
-"""The gate could not decide: too many attempts did not run (docs/runs.md#exit-statuses)."""
+"""The gate could not decide: too many attempts did not run, or those that did not run could
+hide a regression (docs/runs.md#exit-statuses)."""
 EXIT_INTERRUPTED = 130
 
 

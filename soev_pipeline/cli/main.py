@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-regression",
         action="store_true",
         help="exit 3 when a group (overall, a suite, a split) regressed significantly, and 4 "
-        "when the comparison is inconclusive",
+        "when the gate cannot decide: too many attempts did not run, or those that did not "
+        "run could hide a regression",
     )
     _add_project(compare)
     _add_runs_dir(compare)

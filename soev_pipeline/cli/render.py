@@ -84,27 +84,39 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def _worst(group: PairedGroup) -> str:
+    if group.worst_case_delta is None:
+        return "—"
+    return f"{100 * group.worst_case_delta:+.1f} pt ({_p(group.worst_case_p_holm)})"
+
+
 def render_comparison(comparison: Comparison) -> str:
-    """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p after
-    Holm, verdict), then the attempts that did not run, the counts and the dev cases that
-    changed."""
+    """A comparison as one table (group, pairs, baseline → now, Δ with its ci95, p adjusted
+    over the gate's family, verdict; with attempts that did not run, the bound least
+    favourable to the run), then the attempts that did not run, what they could hide, the
+    counts and the dev cases that changed."""
     groups = list(comparison.groups().items())
+    bounded = comparison.overall.worst_case_delta is not None
     rows = [
         {
             "group": name,
             "pairs": group.pairs,
             "baseline → now": f"{_percent(group.baseline_pass_rate)} → {_percent(group.pass_rate)}",
             "Δ [95% CI]": _delta(group),
-            "p (Holm)": _p(group.p_holm if group.p_holm is not None else group.p_value),
+            "p (adjusted)": _p(group.p_holm if group.p_holm is not None else group.p_value),
+            "worst case Δ (p)": _worst(group),
             "verdict": group.verdict,
         }
         for name, group in groups
     ]
+    columns = ["group", "pairs", "baseline → now", "Δ [95% CI]", "p (adjusted)"]
+    columns += ["worst case Δ (p)"] if bounded else []
     lines = [
         f"run {comparison.run_id} against baseline {comparison.baseline_id} "
-        f"(alpha {comparison.alpha:g}; p is Holm-adjusted over the groups with a changed pair)",
+        f"(alpha {comparison.alpha:g}; p is adjusted over the gate's family: overall first, "
+        "then Holm over the other groups with a changed pair)",
         "",
-        _table(rows, ["group", "pairs", "baseline → now", "Δ [95% CI]", "p (Holm)", "verdict"]),
+        _table(rows, [*columns, "verdict"]),
         "",
         *_small({name: group.pairs for name, group in groups}, "pairs"),
         f"attempts that did not run: run {comparison.run_id}: {comparison.unrun.run.describe()}; "
@@ -114,6 +126,14 @@ def render_comparison(comparison: Comparison) -> str:
         lines.append(
             "inconclusive: too many attempts did not run for the comparison to decide; "
             "run again once the system answers"
+        )
+    elif comparison.could_hide_regression():
+        lines.append(f"inconclusive: {comparison.why_undecided()}")
+    elif bounded:
+        lines.append(
+            "the attempts that did not run cannot hide a regression: counted as failed in run "
+            f"{comparison.run_id} and as passed in baseline {comparison.baseline_id} (the "
+            "worst case), they show none that the comparison does not"
         )
     lines.append(
         f"cases changed since the baseline (not paired): {comparison.changed_cases}; "

@@ -144,9 +144,10 @@ def load_prompts(
             asset="report",
             description=(
                 "Fails (severity ERROR) when the run, its whole, a suite or a split, is "
-                "significantly worse than the previous run (paired sign test, Holm over every "
-                "group with a changed pair, alpha 0.05); warns when too many attempts did not "
-                "run to decide (inconclusive)."
+                "significantly worse than the previous run (paired sign test, overall first, "
+                "then Holm over the other groups with a changed pair, alpha 0.05); warns when "
+                "too many attempts did not run to decide, or when those that did not run could "
+                "hide a regression (inconclusive)."
             ),
         )
     ],

@@ -195,7 +195,8 @@ class CheckOutcome:
 def regression(report: Report, *, run_id: str | None = None) -> CheckOutcome:
     """`no_significant_regression` of a report: fails (ERROR) when a group regressed
     significantly against the previous run, and warns (WARN) when the gate cannot decide
-    because too many attempts did not run, in the run or in its baseline (`inconclusive`:
+    because too many attempts did not run, in the run or in its baseline, or because those
+    that did not run could hide a regression (`inconclusive`:
     docs/statistics.md#two-runs-paired-differences-and-the-sign-test). `run_id` names the
     run in the metadata (where the evaluation is not the partition's own)."""
     named: dict[str, Any] = {"run": run_id} if run_id is not None else {}
@@ -237,6 +238,22 @@ def regression(report: Report, *, run_id: str | None = None) -> CheckOutcome:
             },
         )
     regressed = [name for name, group in groups.items() if group.verdict == "regressed"]
+    if not regressed and previous.could_hide_regression():
+        return CheckOutcome(
+            NO_SIGNIFICANT_REGRESSION,
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=f"inconclusive: {previous.why_undecided()}",
+            metadata={
+                **named,
+                "baseline": previous.baseline_id,
+                "inconclusive": True,
+                "reason": "unrun_could_hide_regression",
+                **_codes("unrun", previous.unrun.run.codes),
+                **_codes("baseline_unrun", previous.unrun.baseline.codes),
+                "comparison": table,
+            },
+        )
     return CheckOutcome(
         NO_SIGNIFICANT_REGRESSION,
         passed=not regressed,

@@ -7,25 +7,42 @@ A case is paired when both runs have it with the same digest and at least one at
 in each; its two rates are taken over the first m attempts that ran in each run, m the
 smaller count, so runs made with different k or with attempts that did not run are
 compared on the same number of attempts. Groups are the whole run, each suite and each
-split; one Holm family covers every group with a changed pair. Only dev cases are named.
+split; the gate's family tests overall first, then the other groups with a changed pair
+with Holm among themselves (docs/statistics.md#two-runs-paired-differences-and-the-sign-test). When
+attempts did not run, each group is also tested on the bound least favourable to the run,
+where they could hide a regression. Only dev cases are named.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Split
-from soev_pipeline.core.stats import ALPHA, holm, paired_figures, verdict
+from soev_pipeline.core.stats import (
+    ALPHA,
+    PairedFigures,
+    overall_first,
+    paired_figures,
+    verdict,
+)
 
 from .archive import VERDICTS, RunArchive, list_runs, naming
 from .manifest import Manifest
-from .results import CaseChange, Comparison, GradedAttempt, PairedGroup, UnrunPair, UnrunTally
+from .results import (
+    CaseChange,
+    Comparison,
+    GradedAttempt,
+    PairedGroup,
+    Reason,
+    UnrunPair,
+    UnrunTally,
+)
 from .unrun import INTERRUPTED, MAX_UNRUN, AttemptLedger, read_ledger, tally, too_many
 
 
@@ -34,8 +51,9 @@ class CaseAttempts:
     """One case of a run: where it belongs, its digest, and how its attempts went.
 
     `passes` holds whether each attempt that ran passed, in attempt order; `unrun` counts
-    the attempts that did not run. `suite` and `split` are None for a case none of whose
-    attempts was archived.
+    the attempts that did not run, and `unrun_at` gives their places in attempt order,
+    from 0 (None: they are the last `unrun` attempts). `suite` and `split` are None for a
+    case none of whose attempts was archived.
     """
 
     suite: str | None
@@ -44,6 +62,14 @@ class CaseAttempts:
     passes: tuple[bool, ...]
     unrun: int = 0
     seconds: float = 0.0
+    unrun_at: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.unrun_at is not None and (
+            len(self.unrun_at) != self.unrun
+            or any(not 0 <= at < self.attempts for at in self.unrun_at)
+        ):
+            raise ValueError(f"unrun_at {self.unrun_at} does not place {self.unrun} attempts")
 
     @property
     def attempts(self) -> int:
@@ -57,6 +83,20 @@ class CaseAttempts:
     def first(self, m: int) -> float:
         """The pass rate over the first `m` attempts that ran (1 ≤ m ≤ len(passes))."""
         return sum(self.passes[:m]) / m
+
+    def outcomes(self) -> tuple[bool | None, ...]:
+        """Every attempt in attempt order: whether it passed, or None when it did not run."""
+        gaps = set(
+            range(len(self.passes), self.attempts) if self.unrun_at is None else self.unrun_at
+        )
+        ran = iter(self.passes)
+        return tuple(None if at in gaps else next(ran) for at in range(self.attempts))
+
+    def bound(self, m: int, *, unrun_passed: bool) -> float:
+        """The pass rate over the first `m` attempts (1 ≤ m ≤ attempts), those that did not
+        run counted as passed when `unrun_passed`, else as failed."""
+        head = self.outcomes()[:m]
+        return sum(unrun_passed if passed is None else passed for passed in head) / m
 
 
 @dataclass(frozen=True)
@@ -123,17 +163,20 @@ class AttemptsCollector:
         for case_id, attempts in self._attempts.items():
             for attempt in self.missing(case_id):
                 codes.setdefault((case_id, attempt), INTERRUPTED)
-            ran = [
-                passed
-                for attempt, passed in sorted(attempts.items())
-                if self.unrun_code(case_id, attempt) is None
-            ]
+            ran: list[bool] = []
+            unrun_at: list[int] = []
+            for place, attempt in enumerate(sorted({*attempts, *self.missing(case_id)})):
+                if attempt in attempts and self.unrun_code(case_id, attempt) is None:
+                    ran.append(attempts[attempt])
+                else:
+                    unrun_at.append(place)
             cases[case_id] = CaseAttempts(
                 *self._place[case_id],
                 manifest.cases.get(case_id),
                 tuple(ran),
-                len(attempts) - len(ran) + len(self.missing(case_id)),
+                len(unrun_at),
                 ledger.seconds.get(case_id, 0.0) if ledger is not None else 0.0,
+                tuple(unrun_at),
             )
         if ledger is not None:
             for case_id, digest in manifest.cases.items():
@@ -255,7 +298,7 @@ def previous_attempts(runs_dir: Path, manifest: Manifest) -> RunAttempts | None:
 
 
 class _Pair(NamedTuple):
-    """A paired case and its two rates over the same attempts (like with like)."""
+    """A paired case and its two rates over the same attempts."""
 
     case_id: str
     suite: str
@@ -264,23 +307,89 @@ class _Pair(NamedTuple):
     before: float
 
 
-def _pairs(now: RunAttempts, baseline: RunAttempts) -> tuple[list[_Pair], int, int, int]:
-    paired: list[_Pair] = []
+OVERALL = ("overall", "")
+"""The key of the whole run among the groups of a comparison; the others are
+(`suite`, name) and (`split`, name)."""
+
+GroupKey = tuple[str, str]
+
+
+class _Pairing(NamedTuple):
+    like: list[_Pair]
+    """Like with like: each case's first m attempts that ran in both runs."""
+    bound: list[_Pair]
+    """The bound least favourable to the run: each case's first m attempts, m the smaller
+    number in the two runs, the run's attempts that did not run failed and the baseline's
+    passed. It holds the cases without an attempt that ran in both too."""
+    changed: int
+    unpaired: int
+    unrun: int
+
+
+def _pairs(now: RunAttempts, baseline: RunAttempts) -> _Pairing:
+    like: list[_Pair] = []
+    bound: list[_Pair] = []
     changed = unpaired = unrun = 0
     for case_id in sorted(set(now.cases) | set(baseline.cases)):
         current, before = now.cases.get(case_id), baseline.cases.get(case_id)
         if current is None or before is None:
             unpaired += 1
-        elif current.digest is None or current.digest != before.digest:
+            continue
+        if current.digest is None or current.digest != before.digest:
             changed += 1
-        elif (m := min(len(current.passes), len(before.passes))) == 0:
+            continue
+        suite, split = current.suite or before.suite, current.split or before.split
+        if suite is None or split is None:
             unrun += 1
-        elif current.suite is not None and current.split is not None:
-            pair = _Pair(case_id, current.suite, current.split, current.first(m), before.first(m))
-            paired.append(pair)
-    order = {name: index for index, name in enumerate(now.suites)}
-    paired.sort(key=lambda pair: (order.get(pair.suite, len(order)), pair.suite, pair.case_id))
-    return paired, changed, unpaired, unrun
+            continue
+        if m := min(current.attempts, before.attempts):
+            worst = current.bound(m, unrun_passed=False)
+            bound.append(_Pair(case_id, suite, split, worst, before.bound(m, unrun_passed=True)))
+        if (m := min(len(current.passes), len(before.passes))) == 0:
+            unrun += 1
+        else:
+            like.append(_Pair(case_id, suite, split, current.first(m), before.first(m)))
+    return _Pairing(like, bound, changed, unpaired, unrun)
+
+
+def _members(pairs: list[_Pair], keys: Iterable[GroupKey]) -> dict[GroupKey, list[_Pair]]:
+    members: dict[GroupKey, list[_Pair]] = {key: [] for key in keys}
+    for pair in pairs:
+        members[OVERALL].append(pair)
+        members[("suite", pair.suite)].append(pair)
+        members[("split", pair.split)].append(pair)
+    return members
+
+
+def _tested(
+    members: Mapping[GroupKey, list[_Pair]],
+) -> dict[GroupKey, tuple[PairedFigures, float]]:
+    """Each group's figures and its p-value adjusted over the gate's family: overall first,
+    then Holm over the other groups with a changed pair (`core.stats.overall_first`).
+
+    Groups that hold the same pairs (a project with one suite, or the dev split only) are
+    one hypothesis: they are tested once, and share the adjusted p-value.
+    """
+    figures = {
+        key: paired_figures([p.now for p in g], [p.before for p in g]) for key, g in members.items()
+    }
+    cases = {key: frozenset(pair.case_id for pair in group) for key, group in members.items()}
+    family = {cases[key]: f.p_value for key, f in figures.items() if f.changed}
+    adjusted = overall_first(family, cases[OVERALL])
+    return {key: (f, adjusted.get(cases[key], 1.0)) for key, f in figures.items()}
+
+
+def _keys(pairs: Iterable[_Pair], suites: Sequence[str]) -> list[GroupKey]:
+    """The groups of a comparison: overall, the suites in the run's order, the splits."""
+    order = {name: index for index, name in enumerate(suites)}
+    listed = list(pairs)
+    named = sorted({p.suite for p in listed}, key=lambda name: (order.get(name, len(order)), name))
+    splits = sorted({p.split for p in listed})
+    return [OVERALL, *(("suite", name) for name in named), *(("split", name) for name in splits)]
+
+
+def _had_unrun(run: RunAttempts) -> bool:
+    return run.unrun.attempts > 0 or any(case.unrun for case in run.cases.values())
 
 
 def compare_rates(
@@ -293,7 +402,9 @@ def compare_rates(
     """Compare two runs of one project by their paired cases, like with like.
 
     The comparison is inconclusive, and so is every group's verdict, when more than
-    `max_unrun` of either run's attempts did not run.
+    `max_unrun` of either run's attempts did not run. When either run has an attempt that
+    did not run, each group is also tested on the bound least favourable to `now`; a group
+    whose bound regressed significantly, and whose comparison did not, is inconclusive.
 
     Raises:
         ProjectError: the runs belong to different projects.
@@ -303,21 +414,27 @@ def compare_rates(
             f"run {baseline.run_id!r} belongs to project {baseline.project!r}, "
             f"not {now.project!r}: only runs of one project compare"
         )
-    paired, changed, unpaired, unrun = _pairs(now, baseline)
-    members: dict[tuple[str, str], list[_Pair]] = {("overall", ""): paired}
-    for pair in paired:
-        members.setdefault(("suite", pair.suite), []).append(pair)
-    for split in sorted({pair.split for pair in paired}):
-        members[("split", split)] = [pair for pair in paired if pair.split == split]
-    figures = {
-        key: paired_figures([p.now for p in group], [p.before for p in group])
-        for key, group in members.items()
-    }
-    family = holm({key: f.p_value for key, f in figures.items() if f.changed})
+    pairing = _pairs(now, baseline)
+    bounded = _had_unrun(now) or _had_unrun(baseline)
+    keys = _keys([*pairing.like, *(pairing.bound if bounded else [])], now.suites)
+    order = {key: index for index, key in enumerate(keys)}
+    tested = _tested(_members(pairing.like, keys))
+    worst = _tested(_members(pairing.bound, keys)) if bounded else {}
     inconclusive = now.inconclusive(max_unrun) or baseline.inconclusive(max_unrun)
-    groups: dict[tuple[str, str], PairedGroup] = {}
-    for key, f in figures.items():
-        p_holm = family.get(key, 1.0)
+    groups: dict[GroupKey, PairedGroup] = {}
+    for key, (f, p_holm) in tested.items():
+        found = verdict(f.delta, p_holm, alpha)
+        reason: Reason | None = None
+        bound, bound_p = worst.get(key, (None, None))
+        if inconclusive:
+            found, reason = "inconclusive", "too_many_unrun"
+        elif (
+            bound is not None
+            and bound_p is not None
+            and found != "regressed"
+            and verdict(bound.delta, bound_p, alpha) == "regressed"
+        ):
+            found, reason = "inconclusive", "unrun_could_hide_regression"
         groups[key] = PairedGroup(
             pairs=f.pairs,
             pass_rate=f.pass_rate,
@@ -330,7 +447,10 @@ def compare_rates(
             unchanged=f.unchanged,
             p_value=f.p_value,
             p_holm=p_holm,
-            verdict="inconclusive" if inconclusive else verdict(f.delta, p_holm, alpha),
+            worst_case_delta=None if bound is None else bound.delta,
+            worst_case_p_holm=bound_p,
+            verdict=found,
+            reason=reason,
         )
     changes = [
         CaseChange(
@@ -339,19 +459,19 @@ def compare_rates(
             pass_rate=pair.now,
             baseline_pass_rate=pair.before,
         )
-        for pair in paired
+        for pair in sorted(pairing.like, key=lambda pair: order[("suite", pair.suite)])
         if pair.split == "dev" and pair.now != pair.before
     ]
     return Comparison(
         run_id=now.run_id,
         baseline_id=baseline.run_id,
         alpha=alpha,
-        changed_cases=changed,
-        unpaired_cases=unpaired,
-        unrun_cases=unrun,
+        changed_cases=pairing.changed,
+        unpaired_cases=pairing.unpaired,
+        unrun_cases=pairing.unrun,
         unrun=UnrunPair(run=now.unrun, baseline=baseline.unrun),
         inconclusive=inconclusive,
-        overall=groups[("overall", "")],
+        overall=groups[OVERALL],
         suites={key[1]: group for key, group in groups.items() if key[0] == "suite"},
         splits={key[1]: group for key, group in groups.items() if key[0] == "split"},
         regressions=tuple(c for c in changes if c.pass_rate < c.baseline_pass_rate),

@@ -47,6 +47,9 @@ class GradingSummary(FrozenModel):
 
 Interval = tuple[float, float]
 
+INTERRUPTED = "interrupted"
+"""The code of a planned attempt that has no evidence."""
+
 
 class GroupFigures(FrozenModel):
     """The figures of a suite, a split or the whole run: counts, and means of its case figures.
@@ -194,16 +197,24 @@ class CaseResult(FrozenModel):
     attempts: tuple[AttemptResult, ...]
 
 
+Reason = Literal["too_many_unrun", "unrun_could_hide_regression"]
+
+
 class PairedGroup(FrozenModel):
     """A group of cases that two runs share: the change and its test
     (docs/statistics.md#two-runs-paired-differences-and-the-sign-test).
 
     The rates are those of the first m attempts that ran in both runs, case by case.
-    `p_holm` is the p-value adjusted over one family, every group of the comparison with
-    a changed pair; 1 for a group without one. (A comparison stored before the family
-    took in every group has it on its suites only.) `verdict` is `regressed` or
-    `improved` when the change is significant at `alpha` after Holm, and `inconclusive`
-    in every group when too many attempts did not run.
+    `p_holm` is the p-value adjusted over the gate's family (overall first, then Holm over
+    the other groups with a changed pair); 1 for a group without a changed pair. (A
+    comparison stored before the family took in every group has it on its suites only.)
+    `worst_case_delta` and `worst_case_p_holm` are the same figures on the bound least
+    favourable to the run, where its attempts that did not run count as failed and the
+    baseline's as passed; null when every attempt of both runs ran. `verdict` is
+    `regressed` or `improved` when the change is significant at `alpha`, and
+    `inconclusive` with its `reason`: `too_many_unrun` in every group when too many
+    attempts did not run, `unrun_could_hide_regression` when the bound is a significant
+    regression and the comparison is not.
     """
 
     pairs: int
@@ -217,7 +228,10 @@ class PairedGroup(FrozenModel):
     unchanged: int
     p_value: float
     p_holm: float | None = Field(default=None, exclude_if=lambda value: value is None)
+    worst_case_delta: float | None = None
+    worst_case_p_holm: float | None = None
     verdict: Literal["regressed", "improved", "unchanged", "inconclusive"]
+    reason: Reason | None = None
 
 
 class CaseChange(FrozenModel):
@@ -267,6 +281,25 @@ class Comparison(FrozenModel):
         """Whether any group's verdict is `regressed`: the gate of `--fail-on-regression`."""
         return any(group.verdict == "regressed" for group in self.groups().values())
 
+    def could_hide_regression(self) -> dict[str, PairedGroup]:
+        """The groups whose attempts that did not run could hide a regression (by name)."""
+        return {
+            name: group
+            for name, group in self.groups().items()
+            if group.reason == "unrun_could_hide_regression"
+        }
+
+    @property
+    def gate(self) -> Literal["failed", "undecided", "passed"]:
+        """What `--fail-on-regression` makes of the comparison: `failed` (exit 3) when a
+        group regressed; `undecided` (exit 4) when the comparison is inconclusive or the
+        attempts that did not run could hide a regression; else `passed`."""
+        if self.regressed:
+            return "failed"
+        if self.inconclusive or self.could_hide_regression():
+            return "undecided"
+        return "passed"
+
     def why_inconclusive(self) -> str | None:
         """Why the gate cannot decide, in a line naming both runs' failure codes; None
         when the comparison is not inconclusive."""
@@ -275,6 +308,35 @@ class Comparison(FrozenModel):
         return (
             f"too many attempts did not run: run {self.run_id}: {self.unrun.run.describe()}; "
             f"baseline {self.baseline_id}: {self.unrun.baseline.describe()}"
+        )
+
+    def why_undecided(self) -> str | None:
+        """Why the gate cannot decide, in one line that says what to do; None when it can.
+
+        Either too many attempts did not run (`why_inconclusive`), or the attempts that
+        did not run could hide a regression: counted as failed in the run and as passed in
+        the baseline, a group regressed significantly.
+        """
+        if self.inconclusive:
+            return self.why_inconclusive()
+        hidden = self.could_hide_regression()
+        if not hidden:
+            return None
+        name, group = next(iter(hidden.items()))
+        drop = 100 * (group.worst_case_delta or 0.0)
+        p = group.worst_case_p_holm if group.worst_case_p_holm is not None else 1.0
+        again = (
+            f"resume run {self.run_id} (soev-evals run --resume {self.run_id}) or run the "
+            "suites again"
+            if INTERRUPTED in self.unrun.run.codes
+            else "run the suites again"
+        )
+        return (
+            f"the attempts that did not run could hide a regression in {', '.join(hidden)}: "
+            f"counted as failed in run {self.run_id} ({self.unrun.run.describe()}) and as "
+            f"passed in baseline {self.baseline_id} ({self.unrun.baseline.describe()}), "
+            f"{name} changes by {drop:+.1f} pt (adjusted p {p:.3g}); {again} and compare "
+            "again (5xx that come back on the same cases are the assistant's own failures)"
         )
 
 

@@ -25,10 +25,9 @@ from soev_pipeline.core.models import Evidence, Failure, Split
 
 from .archive import RunArchive
 from .manifest import Manifest
+from .results import INTERRUPTED as INTERRUPTED  # the code of an attempt without evidence
 from .results import UnrunTally
 
-INTERRUPTED = "interrupted"
-"""The code of a planned attempt that has no evidence."""
 MAX_UNRUN = 0.05
 """The default share of a run's attempts that may not have run before it is inconclusive."""
 CONNECT_ERROR = "connect_error"

@@ -70,3 +70,31 @@ def test_a_plan_says_what_it_needs() -> None:
     assert "kern: cannot tell yet; needs a second run" in text
     assert "overall: no number of cases: more than 100000 cases" in text
     assert "30.0 pt" in text
+
+
+def _hidden(failing: int) -> tuple[RunAttempts, RunAttempts]:
+    now = {
+        f"c{i:03d}": CaseAttempts(
+            "kern", "dev", "d", () if i < failing else (True,), int(i < failing)
+        )
+        for i in range(130)
+    }
+    before = {case_id: CaseAttempts("kern", "dev", "d", (True,)) for case_id in now}
+    tally = UnrunTally(attempts=failing, codes={"http_500": failing})
+    return (
+        RunAttempts("now", "p", ("kern",), 1, now, 130, tally),
+        RunAttempts("before", "p", ("kern",), 1, before, 130, UnrunTally()),
+    )
+
+
+def test_a_comparison_says_what_the_attempts_that_did_not_run_could_hide() -> None:
+    text = render_comparison(compare_rates(*_hidden(6)))
+    header, row = text.splitlines()[2:4]
+    assert "worst case Δ (p)" in header and "-4.6 pt (0.031)" in row and "inconclusive" in row
+    assert "inconclusive: the attempts that did not run could hide a regression in overall" in text
+    assert "run the suites again and compare again" in text
+    harmless = render_comparison(compare_rates(*_hidden(2)))
+    assert "the attempts that did not run cannot hide a regression" in harmless
+    assert "-1.5 pt (0.500)" in harmless
+    every = render_comparison(compare_rates(_hidden(0)[1], _hidden(0)[1]))
+    assert "worst case" not in every and "hide" not in every

@@ -121,8 +121,8 @@ def test_the_report_previous_is_the_compare_object(baseline: Baseline) -> None:
 CASES = 8
 
 
-def _project(root: Path, url: str, name: str = "gates") -> Path:
-    cases = [{"id": f"g-{i:02d}", "input": f"Vraag {i} over bezwaar?"} for i in range(CASES)] + [
+def _project(root: Path, url: str, name: str = "gates", count: int = CASES) -> Path:
+    cases = [{"id": f"g-{i:02d}", "input": f"Vraag {i} over bezwaar?"} for i in range(count)] + [
         {"id": f"g-t{i}", "split": "test", "input": f"Geheime vraag {i} {SECRET}"} for i in range(2)
     ]
     dump(
@@ -412,3 +412,89 @@ def test_plan_says_what_it_needs_for_a_first_run_of_one_attempt(outage: Path) ->
     assert "earlier run" in gates["needs"]
     text = invoke("plan", "--project", outage, "--run", "up").out
     assert "gates: cannot tell yet; needs an earlier run" in text
+
+
+HIDDEN = 130
+FIVE_HUNDREDS = 6
+"""Of HIDDEN dev cases (and 2 test cases) the assistant answers these with HTTP 500: 6 of 132
+attempts, 4.5 %, fewer than the 5 % that make a comparison inconclusive."""
+
+
+class FiveHundreds:
+    """An assistant that answers every question, or, once `failing` is set, answers HTTP 500
+    instead of a correct answer to the first FIVE_HUNDREDS."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def __call__(self, text: str, history: list[str]) -> Reply | Response:
+        number = int(text.split()[1]) if text.startswith("Vraag ") else HIDDEN
+        if self.failing and number < FIVE_HUNDREDS:
+            return problem(500, "internal", "kapot")
+        return Reply("De termijn is zes weken.")
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs `goed` (every answer passes) and `verborgen` (6 answers are a 500 instead) of a
+    project in `evals/`, as the CI templates of docs/ci.md expect it."""
+    root = tmp_path_factory.mktemp("hidden")
+    assistant = FiveHundreds()
+    with FakeThreadAPI(assistant) as system:
+        project = _project(root / "evals", system.url, name="verborgen", count=HIDDEN)
+        assert invoke("run", "--project", project, "--run-id", "goed").status == 0
+        assistant.failing = True
+        assert invoke("run", "--project", project, "--run-id", "verborgen").status == 0
+    return project
+
+
+def test_a_5xx_that_could_hide_a_regression_leaves_the_gate_undecided(hidden: Path) -> None:
+    project = hidden
+    gate = invoke("compare", "verborgen", "goed", "--project", project, "--fail-on-regression")
+    assert gate.status == 4, gate.err
+    why = gate.error_line()
+    assert why.startswith("soev-evals: the quality gate cannot decide: the attempts that did")
+    assert "could hide a regression in overall, suite gates, split dev" in why
+    assert "run verborgen (6 attempts did not run (internal 6))" in why
+    assert "run the suites again and compare again" in why
+    assert "inconclusive: the attempts that did not run could hide a regression" in gate.out
+    assert "worst case Δ (p)" in gate.out and "-4.5 pt (0.031)" in gate.out
+    gate.assert_no_test_content()
+    # the same comparison without the gate option did its work
+    assert invoke("compare", "verborgen", "goed", "--project", project).status == 0
+    compared = invoke("compare", "verborgen", "goed", "--project", project, "--json").json()
+    assert compared["inconclusive"] is False and compared["unrun_cases"] == FIVE_HUNDREDS
+    assert compared["unrun"]["run"] == {"attempts": 6, "codes": {"internal": 6}}
+    overall = compared["overall"]
+    assert (overall["pairs"], overall["delta"], overall["p_holm"]) == (HIDDEN + 2 - 6, 0.0, 1.0)
+    assert overall["worst_case_delta"] == pytest.approx(-6 / (HIDDEN + 2))
+    assert overall["worst_case_p_holm"] == pytest.approx(2 / 64)
+    verdicts = {
+        name: (group["verdict"], group["reason"])
+        for name, group in [
+            ("overall", overall),
+            *compared["suites"].items(),
+            *(("split " + k, g) for k, g in compared["splits"].items()),
+        ]
+    }
+    hides = ("inconclusive", "unrun_could_hide_regression")
+    assert verdicts == {
+        "overall": hides,
+        "gates": hides,
+        "split dev": hides,
+        "split test": ("unchanged", None),
+    }
+    # the report's previous is the same comparison object
+    report = invoke("report", "verborgen", "--project", project, "--json").json()
+    assert report["previous"] == compared
+    assert report["inconclusive"] is False  # 4.5 % did not run: the run itself can be read
+
+
+def test_every_attempt_ran_and_no_bound_is_shown(gated: tuple[Path, Switch]) -> None:
+    project, _ = gated
+    compared = invoke("compare", "fixed", "good", "--project", project, "--json").json()
+    for group in (compared["overall"], *compared["suites"].values(), *compared["splits"].values()):
+        assert (group["worst_case_delta"], group["worst_case_p_holm"]) == (None, None)
+        assert group["reason"] is None
+    plain = invoke("compare", "fixed", "good", "--project", project).out
+    assert "worst case" not in plain and "could hide" not in plain

@@ -14,8 +14,8 @@ from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_instance_left_current")]
 
 
-def _project(root: Path, url: str) -> Path:
-    cases = [{"id": f"c-{i}", "input": f"Vraag {i}?"} for i in range(8)]
+def _project(root: Path, url: str, count: int = 8) -> Path:
+    cases = [{"id": f"c-{i}", "input": f"Vraag {i}?"} for i in range(count)]
     dump(
         root / "suites" / "s.yaml",
         {"suite": "s", "criteria": [{"kind": "run.no_failure", "gate": True}], "cases": cases},
@@ -97,6 +97,32 @@ def test_an_outage_makes_the_check_warn_that_it_cannot_decide(tmp_path: Path) ->
         down = False
         after = _check(defs, instance, "c")
         assert after.passed and after.metadata["baseline"].value == "a"
+
+
+def test_a_5xx_that_could_hide_a_regression_makes_the_check_warn(tmp_path: Path) -> None:
+    """6 of 130 questions answered with HTTP 500 instead of a correct answer: too few to
+    make the run inconclusive, enough that, counted as failed, they make a significant
+    regression. The check says the gate cannot decide (WARN), and what to do."""
+    failing = False
+
+    def assistant(text: str, history: list[str]) -> Reply | Response:
+        if failing and int(text.split()[1].rstrip("?")) < 6:
+            return Response(500, {"code": "internal", "detail": "kapot"})
+        return Reply("Zes weken.")
+
+    with FakeThreadAPI(assistant) as system, dg.instance_for_test() as instance:
+        defs = definitions_for(_project(tmp_path / "p", system.url, count=130))
+        assert _check(defs, instance, "a").passed
+        failing = True
+        hidden = _check(defs, instance, "b")
+        assert not hidden.passed and hidden.severity == dg.AssetCheckSeverity.WARN
+        description = hidden.description or ""
+        assert description.startswith(
+            "inconclusive: the attempts that did not run could hide a regression in overall"
+        )
+        assert "run the suites again and compare again" in description
+        assert hidden.metadata["reason"].value == "unrun_could_hide_regression"
+        assert hidden.metadata["unrun/internal"].value == 6
 
 
 def test_an_assistant_that_is_down_fails_the_evaluation_with_one_line(tmp_path: Path) -> None:

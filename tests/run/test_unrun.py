@@ -154,6 +154,12 @@ def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
     assert (b.passes, b.unrun, b.rate) == ((True,), 2, pytest.approx(1 / 3))
     assert (c.suite, c.passes, c.unrun, c.digest) == (None, (), 3, "dc")
     assert (d.passes, d.unrun) == ((True, True), 1)
+    # where they were, for the bound least favourable to a run
+    assert (b.outcomes(), c.outcomes(), d.outcomes()) == (
+        (True, None, None),
+        (None, None, None),
+        (None, True, True),
+    )
     assert attempts.unrun.attempts == 6 and attempts.planned == 12
     assert attempts.unrun.codes == {INTERRUPTED: 4, "connect_error": 1, "http_503": 1}
     # without a ledger every graded attempt ran; b's missing attempt was interrupted
