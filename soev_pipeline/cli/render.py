@@ -244,9 +244,10 @@ def render_plan(
         for group in groups
     ]
     lines = [
-        f"power from run {run_id} (k={run_k}): the drop in pass rate that compare detects "
-        "with 80 % power at alpha 0.05 (one group alone, a drop that scales every case), "
-        "and the cases that detect a given drop",
+        f"power from run {run_id} (k={run_k}): the drop in pass rate that the gate "
+        "(compare --fail-on-regression, overall first) detects with 80 % power at alpha "
+        "0.05, and the cases that detect a given drop; a drop scales every case of the "
+        "group, and a suite's is found only when it moves the whole run",
         "",
         _table(rows, ["group", "cases", "pass rate", "detects now", needed]),
         "",

@@ -15,6 +15,11 @@ on k. The model (docs/statistics.md, "Power"):
   and the power is the exact probability that the sign test rejects at α with more
   regressed than improved pairs.
 
+The gate tests `overall` first and the other groups only when overall is significant
+(`core.stats.overall_first`), so the power of the gate against a drop in one group is the
+power of the sign test over every pair of the run, the other cases (`Rest`) unchanged;
+against a drop of every case it is the power of the overall group alone.
+
 `detectable_drop` searches the drop, `cases_needed` the number of cases, at which that
 power is 80 %. `bench/power.py` confirms both by simulation. Plain Python with `math` only.
 """
@@ -25,6 +30,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from .stats import ALPHA, EXACT_UP_TO, binomial_cdf, log_binomial_pmf
 
@@ -247,20 +253,165 @@ def _rejected(
     return min(1.0, max(0.0, value))
 
 
-def power(population: CasePopulation, n: int, k: int, drop: float, alpha: float = ALPHA) -> float:
-    """The power of `compare` for a group of n cases at k attempts against a scale drop."""
+@dataclass(frozen=True, slots=True)
+class Rest:
+    """The cases of the run outside a group, which stay as they were while the group drops.
+
+    The gate tests `overall` first (`core.stats.overall_first`), and nothing else unless
+    overall is significant: a drop in one group fails the gate when the sign test over
+    every pair of the run finds it, with the rest's pairs changing both ways alike.
+    """
+
+    population: CasePopulation
+    cases: int
+
+
+def _gate_power(
+    n: int, improve: float, regress: float, rest: Rest | None, k: int, alpha: float
+) -> float:
+    """The power of the gate when a group of n pairs improves with probability `improve`
+    and regresses with `regress`, beside the unchanged `rest`: the sign test over the pairs
+    of both (`beside`)."""
+    if rest is None or rest.cases <= 0:
+        return sign_test_power(n, improve, regress, alpha)
+    either, _ = change_probabilities(rest.population.joint(k), 1.0)
+    return beside(n, improve, regress, rest.cases, either, alpha)
+
+
+_SDS = 7.0
+"""`beside` sums the counts of changed pairs within this many standard deviations of their
+mean (the rest weighs less than 1e-11)."""
+_EXACT_BUDGET = 4_000_000
+"""Above this many terms `beside` answers from the normal approximation."""
+
+
+def _window(n: int, p: float) -> range:
+    """The counts of Bin(n, p) that carry its mass."""
+    mean, sd = n * p, math.sqrt(n * p * (1 - p))
+    return range(
+        max(0, math.floor(mean - _SDS * sd) - 2), min(n, math.ceil(mean + _SDS * sd) + 2) + 1
+    )
+
+
+def beside(
+    n: int, improve: float, regress: float, others: int, either: float, alpha: float = ALPHA
+) -> float:
+    """P(the sign test over n pairs of a group and `others` pairs beside it finds a
+    regression at `alpha`), where each of the group's pairs improves with probability
+    `improve` and regresses with `regress`, and each other pair improves, and regresses,
+    with probability `either`.
+
+    Exact: the sum over the numbers of changed pairs of the group (N_g) and of the others
+    (N_o), each binomial, of the chance that the group's improved ones, Bin(N_g, s), and
+    the others', Bin(N_o, ½), are together at most the critical value c(N_g + N_o). (All
+    pairs drawn alike from the mixture would overstate how much the group's count varies,
+    and understate the power by up to 15 points.) Beyond `_EXACT_BUDGET` terms, from the
+    normal approximation of the number of changed pairs and of regressed less improved.
+    """
+    change = improve + regress
+    if n <= 0 or regress <= 0:
+        return 0.0
+    if others <= 0 or either <= 0:
+        return sign_test_power(n, improve, regress, alpha)
+    share = improve / change
+    group, rest = _window(n, min(1.0, change)), _window(others, min(1.0, 2 * either))
+    widest = max(len(_window(count, share)) for count in (group.start, group.stop - 1))
+    if len(group) * len(rest) * widest > _EXACT_BUDGET:
+        return _beside_normal(n, improve, regress, others, either, alpha)
+    import numpy as np  # a tenth of a second to import: only when a group has others beside it
+
+    top = group.stop + rest.stop
+    largest = max(n, others)
+    log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, largest + 1)))))
+
+    def pmf(count: int, p: float, counts: range) -> Any:
+        x = np.arange(counts.start, counts.stop)
+        if p <= 0.0 or p >= 1.0:
+            return (x == (count if p >= 1.0 else 0)).astype(float)
+        logs = log_factorial[count] - log_factorial[x] - log_factorial[count - x]
+        return np.exp(logs + x * math.log(p) + (count - x) * math.log1p(-p))
+
+    rest_weight = pmf(others, min(1.0, 2 * either), rest)
+    # P(Bin(N_o, ½) ≤ x) for each N_o of the window (rows) and x = 0 .. max N_o (columns)
+    width = rest.stop
+    below = np.ones((len(rest), width + 1))
+    for row, count in enumerate(rest):
+        below[row, : count + 1] = np.cumsum(pmf(count, 0.5, range(count + 1)))
+    sizes = np.arange(rest.start, rest.stop)
+    least = group.start + rest.start
+    critical = np.array([_critical(count, alpha) for count in range(least, top)])
+    total = 0.0
+    group_weight = pmf(n, min(1.0, change), group)
+    for changed, weight in zip(group, group_weight, strict=True):
+        if weight < 1e-16:
+            continue
+        improved = _window(changed, share)
+        room = critical[changed + sizes - least][:, None] - np.arange(improved.start, improved.stop)
+        cdf = np.where(
+            room < 0,
+            0.0,
+            below[np.arange(len(rest))[:, None], np.clip(room, 0, width)],
+        )
+        total += float(weight * (rest_weight @ (cdf @ pmf(changed, share, improved))))
+    return min(1.0, max(0.0, total))
+
+
+def _beside_normal(
+    n: int, improve: float, regress: float, others: int, either: float, alpha: float
+) -> float:
+    """`beside` from the normal approximation: the sign test rejects when D = regressed −
+    improved reaches t(N) = N − 2 c(N), linearized around the mean number of changed pairs."""
+    change = improve + regress
+    mean_n = n * change + others * 2 * either
+    mean_d = n * (regress - improve)
+    var_n = n * change * (1 - change) + others * 2 * either * (1 - 2 * either)
+    var_d = n * (change - (regress - improve) ** 2) + others * 2 * either
+    cov = n * (regress - improve) * (1 - change)
+
+    def threshold_at(count: int) -> int:
+        return count - 2 * _critical(count, alpha)
+
+    centre = max(1, round(mean_n))
+    step = max(1, min(centre - 1, round(3 * math.sqrt(var_n)) + 10))
+    threshold = threshold_at(centre)
+    slope = (threshold_at(centre + step) - threshold_at(max(1, centre - step))) / (2 * step)
+    spread = var_d + slope * slope * var_n - 2 * slope * cov
+    if spread <= 0:
+        return float(mean_d - slope * (mean_n - centre) >= threshold)
+    z = (mean_d - slope * (mean_n - centre) - threshold + 1) / math.sqrt(spread)
+    return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
+def power(
+    population: CasePopulation,
+    n: int,
+    k: int,
+    drop: float,
+    alpha: float = ALPHA,
+    *,
+    rest: Rest | None = None,
+) -> float:
+    """The power of the gate (`compare --fail-on-regression`) against a scale drop of a
+    group of n cases at k attempts; with `rest`, the run's other cases, unchanged."""
     if population.mean <= 0 or drop <= 0:
         return 0.0
     factor = max(0.0, 1 - drop / population.mean)
     improve, regress = change_probabilities(population.joint(k), factor)
-    return sign_test_power(n, improve, regress, alpha)
+    return _gate_power(n, improve, regress, rest, k, alpha)
 
 
 def detectable_drop(
-    population: CasePopulation, n: int, k: int, *, alpha: float = ALPHA, target: float = POWER
+    population: CasePopulation,
+    n: int,
+    k: int,
+    *,
+    rest: Rest | None = None,
+    alpha: float = ALPHA,
+    target: float = POWER,
 ) -> float | None:
-    """The smallest scale drop in pass rate that n cases at k attempts detect with power
-    `target`; None when not even a drop to 0 would be (too few cases, or μ = 0)."""
+    """The smallest scale drop in pass rate of a group of n cases at k attempts that the
+    gate detects with power `target`, the run's other cases (`rest`) unchanged; None when
+    not even a drop to 0 would be (too few cases, or μ = 0)."""
     if n < 2 or population.mean <= 0:
         return None
     joint = population.joint(k)
@@ -268,7 +419,7 @@ def detectable_drop(
 
     def power_at(drop: float) -> float:
         improve, regress = change_probabilities(joint, max(0.0, 1 - drop / mean))
-        return sign_test_power(n, improve, regress, alpha)
+        return _gate_power(n, improve, regress, rest, k, alpha)
 
     if power_at(mean) < target:
         return None
@@ -283,11 +434,17 @@ def detectable_drop(
 
 
 def cases_needed(
-    population: CasePopulation, drop: float, k: int, *, alpha: float = ALPHA, target: float = POWER
+    population: CasePopulation,
+    drop: float,
+    k: int,
+    *,
+    rest: Rest | None = None,
+    alpha: float = ALPHA,
+    target: float = POWER,
 ) -> int | None:
-    """The fewest cases at k attempts whose comparison detects a scale drop of `drop` with
-    power `target`; None when `drop` exceeds the pass rate or more than `MAX_CASES` would
-    be needed."""
+    """The fewest cases at k attempts of a group whose scale drop of `drop` the gate
+    detects with power `target`, the run's other cases (`rest`) unchanged; None when
+    `drop` exceeds the pass rate or more than `MAX_CASES` would be needed."""
     if drop <= 0 or drop > population.mean:
         return None
     improve, regress = change_probabilities(
@@ -295,7 +452,7 @@ def cases_needed(
     )
 
     def enough(n: int) -> bool:
-        return sign_test_power(n, improve, regress, alpha) >= target
+        return _gate_power(n, improve, regress, rest, k, alpha) >= target
 
     high = 2
     while not enough(high):

@@ -150,8 +150,10 @@ def build_report(
     paired_suites = comparison.suites if comparison is not None else {}
     paired_splits = comparison.splits if comparison is not None else {}
 
+    overall = comparison.overall if comparison is not None else None
+
     def group(case_ids: list[str], paired: PairedGroup | None) -> GroupFigures:
-        drop = group_drop([now.cases[case_id] for case_id in case_ids], manifest.k, paired)
+        drop = group_drop(now, case_ids, paired, overall)
         return aggregate([figures[c] for c in case_ids], manifest.k, detectable_drop=drop)
 
     expected = len(manifest.cases) * manifest.k
@@ -165,7 +167,7 @@ def build_report(
             for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
         },
         splits={name: group(by_split[name], paired_splits.get(name)) for name in sorted(by_split)},
-        overall=group(list(figures), comparison.overall if comparison is not None else None),
+        overall=group(list(figures), overall),
         criteria={
             kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
         },

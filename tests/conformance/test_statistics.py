@@ -5,7 +5,8 @@ The figures are recomputed here from the archived verdicts with the formulas of 
 written out again on purpose rather than imported; `detectable_drop`, which the product
 computes by a method of its own
 (docs/statistics.md#power-what-a-suite-detects-and-how-many-cases-it-needs), is checked
-against that method (`core.power`) fed with moments recomputed here.
+against that method (`core.power`) fed with moments recomputed here, for the group and for
+the rest of the run beside it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 from junitparser import JUnitXml
 
-from soev_pipeline.core.power import CasePopulation, detectable_drop
+from soev_pipeline.core.power import CasePopulation, Rest, cases_needed, detectable_drop
 from tests.conformance.conftest import Baseline
 from tests.support.cli import invoke
 from tests.support.project import SECRET, TEST_IDS, dump, edit_yaml
@@ -47,7 +48,16 @@ def _case_counts(run: Path) -> dict[str, tuple[str, str, int, int]]:
     return {case: (*place[case], passed, total) for case, (passed, total) in tally.items()}
 
 
-def _expected(counts: list[tuple[int, int]], k: int) -> dict[str, Any]:
+def _population(counts: list[tuple[int, int]]) -> CasePopulation:
+    """The population of the power model: E[π] and the unbiased E[π²] of k ≥ 2 attempts."""
+    mean = sum(passed / total for passed, total in counts) / len(counts)
+    second = sum(c * (c - 1) / (t * (t - 1)) for c, t in counts) / len(counts)
+    return CasePopulation.of(mean, second)
+
+
+def _expected(
+    counts: list[tuple[int, int]], others: list[tuple[int, int]], k: int
+) -> dict[str, Any]:
     rates = [passed / total for passed, total in counts]
     n = len(rates)
     p = sum(rates) / n
@@ -56,9 +66,9 @@ def _expected(counts: list[tuple[int, int]], k: int) -> dict[str, Any]:
     c = 1 + Z * Z / m
     centre = (p + Z * Z / (2 * m)) / c
     half = Z * math.sqrt(p * (1 - p) / m + Z * Z / (4 * m * m)) / c
-    # the population of the power model: E[π] and the unbiased E[π²] of k ≥ 2 attempts
-    second = sum(c * (c - 1) / (t * (t - 1)) for c, t in counts) / n
-    drop = detectable_drop(CasePopulation.of(p, second), n, k) if n > 1 else None
+    # the gate tests overall first: a group's drop is found beside the run's other cases
+    rest = Rest(_population(others), len(others)) if others else None
+    drop = detectable_drop(_population(counts), n, k, rest=rest) if n > 1 else None
     return {"pass_rate": p, "stderr": se, "ci95": [centre - half, centre + half], "drop": drop}
 
 
@@ -76,19 +86,21 @@ def test_every_rate_of_the_report_has_its_error_bars(baseline: Baseline) -> None
     counts = _case_counts(baseline.run)
     groups = {
         **{
-            ("suites", name): [(c, t) for s, _, c, t in counts.values() if s == name]
+            ("suites", name): {i for i, (s, *_) in counts.items() if s == name}
             for name in report["suites"]
         },
         **{
-            ("splits", name): [(c, t) for _, sp, c, t in counts.values() if sp == name]
+            ("splits", name): {i for i, (_, sp, *_) in counts.items() if sp == name}
             for name in report["splits"]
         },
     }
     entries = {key: report[key[0]][key[1]] for key in groups}
-    groups[("overall", "")] = [(c, t) for _, _, c, t in counts.values()]
+    groups[("overall", "")] = set(counts)
     entries[("overall", "")] = report["overall"]
-    for key, values in groups.items():
-        entry, expected = entries[key], _expected(values, report["k"])
+    for key, members in groups.items():
+        values = [(c, t) for i, (_, _, c, t) in counts.items() if i in members]
+        others = [(c, t) for i, (_, _, c, t) in counts.items() if i not in members]
+        entry, expected = entries[key], _expected(values, others, report["k"])
         assert entry["cases"] == len(values), key
         assert entry["unrun_attempts"] == 0, key
         assert _close(entry["pass_rate"], expected["pass_rate"]), key
@@ -498,3 +510,76 @@ def test_every_attempt_ran_and_no_bound_is_shown(gated: tuple[Path, Switch]) -> 
         assert group["reason"] is None
     plain = invoke("compare", "fixed", "good", "--project", project).out
     assert "worst case" not in plain and "could hide" not in plain
+
+
+class Varying:
+    """An assistant whose answers vary between attempts: of the calls for question q, the
+    j-th passes when j < q % 4 in suite `a`, and when j < 3 − q % 3 in suite `b`."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = defaultdict(int)
+        self.lock = threading.Lock()
+
+    def __call__(self, text: str, history: list[str]) -> Reply:
+        with self.lock:
+            j = self.calls[text]
+            self.calls[text] += 1
+        suite, number = text.split()[1], int(text.split()[2].rstrip("?"))
+        passes = number % 4 if suite == "a" else 3 - number % 3
+        return Reply("De termijn is zes weken.") if j < passes else Reply(failure="kapot")
+
+
+@pytest.fixture(scope="module")
+def varying(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run `wisselend` at k = 3 of two suites of 30 cases each, whose cases pass 0 to 3 of
+    their attempts."""
+    root = tmp_path_factory.mktemp("varying")
+    for suite in ("a", "b"):
+        cases = [{"id": f"{suite}-{i:02d}", "input": f"Vraag {suite} {i}?"} for i in range(30)]
+        dump(
+            root / "suites" / f"{suite}.yaml",
+            {
+                "suite": suite,
+                "criteria": [{"kind": "run.no_failure", "gate": True}],
+                "cases": cases,
+            },
+        )
+    with FakeThreadAPI(Varying()) as system:
+        dump(
+            root / "project.yaml",
+            {
+                "name": "wisselend",
+                "system": {"base_url": system.url, "agent": "a", "max_retries": 0},
+                "suites": [{"name": s, "files": f"suites/{s}.yaml"} for s in ("a", "b")],
+            },
+        )
+        project = root / "project.yaml"
+        result = invoke("run", "--project", project, "--run-id", "wisselend", "--k", "3")
+        assert result.status == 0, result.err
+    return project
+
+
+def test_a_suites_power_is_the_gates_beside_the_rest_of_the_run(varying: Path) -> None:
+    """docs/statistics.md#power-what-a-suite-detects-and-how-many-cases-it-needs: a suite's
+    drop fails the gate when the whole run's sign test finds it, beside the other suite."""
+    counts = _case_counts(varying.parent / "runs" / "wisselend")
+    by_suite = {
+        name: [(c, t) for s, _, c, t in counts.values() if s == name] for name in ("a", "b")
+    }
+    assert sorted({c for c, _ in by_suite["a"]}) == [0, 1, 2, 3]  # the attempts do vary
+    a, b = _population(by_suite["a"]), _population(by_suite["b"])
+    stated = detectable_drop(a, 30, 3, rest=Rest(b, 30))
+    alone = detectable_drop(a, 30, 3)
+    assert stated is not None and alone is not None and stated > alone + 0.05
+    report = invoke("report", "wisselend", "--project", varying, "--json").json()
+    assert report["suites"]["a"]["detectable_drop"] == pytest.approx(stated, abs=1e-6)
+    overall = detectable_drop(_population(by_suite["a"] + by_suite["b"]), 60, 3)
+    assert report["overall"]["detectable_drop"] == pytest.approx(overall, abs=1e-6)
+    planned = invoke("plan", "--project", varying, "--json").json()["groups"]
+    assert planned["a"]["detectable_drop"] == pytest.approx(stated, abs=1e-6)
+    assert planned["a"]["cases_needed"] == cases_needed(a, 0.1, 3, rest=Rest(b, 30))
+    assert planned["overall"]["cases_needed"] == cases_needed(
+        _population(by_suite["a"] + by_suite["b"]), 0.1, 3
+    )
+    text = invoke("plan", "--project", varying).out
+    assert "a suite's is found only when it moves the whole run" in text

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
 from soev_pipeline.core.power import (
     CasePopulation,
+    Rest,
+    _beside_normal,
+    beside,
     cases_needed,
     change_probabilities,
     detectable_drop,
@@ -154,3 +158,69 @@ def test_a_population_from_a_comparison_at_one_attempt() -> None:
     assert population_from_pairs(10, 4, 0.5) == CasePopulation(0.5, approx(0.3))
     assert population_from_pairs(10, 10, 0.3) == CasePopulation(0.3, approx(0.09))
     assert population_from_pairs(0, 0, 0.5) is None
+
+
+def test_a_rest_that_never_changes_costs_nothing() -> None:
+    # cases that always pass or always fail never change pair: the sign test does not see them
+    group = CasePopulation.of(0.6, 0.45)
+    steady = Rest(CasePopulation.of(0.7, 0.7), 500)
+    for n, k in [(30, 1), (40, 3)]:
+        assert detectable_drop(group, n, k, rest=steady) == detectable_drop(group, n, k)
+        assert power(group, n, k, 0.2, rest=steady) == approx(power(group, n, k, 0.2))
+    assert cases_needed(group, 0.1, 3, rest=steady) == cases_needed(group, 0.1, 3)
+
+
+def _enumerated(n: int, improve: float, regress: float, others: int, either: float) -> float:
+    """P(the sign test over n + `others` pairs finds a regression), over every outcome."""
+    chances = {"up": (improve, either), "down": (regress, either)}
+    chances["same"] = (1 - improve - regress, 1 - 2 * either)
+    total = 0.0
+    for outcome in itertools.product(chances, repeat=n + others):
+        weight = math.prod(chances[o][i >= n] for i, o in enumerate(outcome))
+        up, down = outcome.count("up"), outcome.count("down")
+        if down > up and sign_test(up, down) < 0.05:
+            total += weight
+    return total
+
+
+@pytest.mark.parametrize(
+    ("n", "improve", "regress", "others", "either"),
+    [(6, 0.1, 0.5, 2, 0.2), (5, 0.0, 0.6, 3, 0.25), (7, 0.05, 0.3, 1, 0.1), (4, 0.1, 0.7, 4, 0.3)],
+)
+def test_a_group_beside_others_against_every_outcome(
+    n: int, improve: float, regress: float, others: int, either: float
+) -> None:
+    expected = _enumerated(n, improve, regress, others, either)
+    assert beside(n, improve, regress, others, either) == approx(expected, rel=1e-12)
+
+
+def test_the_normal_approximation_of_large_groups_beside_others() -> None:
+    # beyond its budget `beside` answers from the normal approximation: here near the
+    # exact sum, which still runs at this size
+    exact = beside(600, 0.1, 0.16, 900, 0.1)
+    assert _beside_normal(600, 0.1, 0.16, 900, 0.1, 0.05) == approx(exact, abs=0.005)
+    assert beside(20_000, 0.1, 0.11, 5000, 0.1) == _beside_normal(
+        20_000, 0.1, 0.11, 5000, 0.1, 0.05
+    )
+
+
+def test_a_drop_in_one_group_is_found_by_the_whole_run() -> None:
+    # the noise of the rest costs power: a larger drop, or more cases, is needed
+    population = CasePopulation.of(0.6, 0.45)
+    rest = Rest(CasePopulation.of(0.6, 0.45), 80)
+    alone, beside_ = (
+        detectable_drop(population, 40, 3),
+        detectable_drop(population, 40, 3, rest=rest),
+    )
+    assert alone is not None and beside_ is not None and beside_ > alone
+    assert (
+        power(population, 40, 3, beside_, rest=rest)
+        >= 0.8
+        > power(population, 40, 3, beside_ - 1e-5, rest=rest)
+    )
+    needed = cases_needed(population, 0.15, 3, rest=rest)
+    assert needed is not None and needed > (cases_needed(population, 0.15, 3) or 0)
+    assert power(population, needed, 3, 0.15, rest=rest) >= 0.8
+    assert power(population, needed - 1, 3, 0.15, rest=rest) < 0.8
+    # a group too small to move the run: no drop is found that often
+    assert detectable_drop(population, 5, 3, rest=Rest(population, 200)) is None
