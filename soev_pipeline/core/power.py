@@ -304,9 +304,10 @@ def beside(
     Exact: the sum over the numbers of changed pairs of the group (N_g) and of the others
     (N_o), each binomial, of the chance that the group's improved ones, Bin(N_g, s), and
     the others', Bin(N_o, ½), are together at most the critical value c(N_g + N_o). (All
-    pairs drawn alike from the mixture would overstate how much the group's count varies,
-    and understate the power by up to 15 points.) Beyond `_EXACT_BUDGET` terms, from the
-    normal approximation of the number of changed pairs and of regressed less improved.
+    pairs drawn alike from the mixture would overstate how much the group's count varies
+    and understate the power: by 1 to 2 points for a suite of 40 beside 80 cases, by 10
+    for 10 cases beside 1000 that hardly ever change.) Beyond `_EXACT_BUDGET` terms, from
+    the normal approximation of the number of changed pairs and of regressed less improved.
     """
     change = improve + regress
     if n <= 0 or regress <= 0:
