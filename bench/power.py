@@ -371,17 +371,18 @@ def power(setting: Setting, rng: np.random.Generator, count: int, reps: int) -> 
             add(f"{name}_cases", needed)
             add(f"{name}_cases_sq", needed * needed)
             sizes = even(needed, setting.suites) if name == "overall" else [needed, *counts[1:]]
-            hits = 0
-            for _ in range(reps):
-                fresh = make_project(rng.beta(a, b, sum(sizes)), sizes)
-                group = (
-                    fresh.groups[("overall", "")]
-                    if name == "overall"
-                    else fresh.groups[("suite", fresh.suites[0])]
-                )
-                before = rng.binomial(k, fresh.pi)[None, :] / k
-                now = rng.binomial(k, _scaled(fresh.pi, group, DROP))[None, :] / k
-                hits += int(gate_fails(fresh, now, before)[0])
+            layout = make_project(np.zeros(sum(sizes)), sizes)
+            group = (
+                layout.groups[("overall", "")]
+                if name == "overall"
+                else layout.groups[("suite", layout.suites[0])]
+            )
+            fresh = rng.beta(a, b, (reps, sum(sizes)))  # a new project for each comparison
+            dropped = fresh.copy()
+            dropped[:, group] *= np.clip(1 - DROP / fresh[:, group].mean(axis=1), 0, 1)[:, None]
+            before = rng.binomial(k, fresh) / k
+            now = rng.binomial(k, dropped) / k
+            hits = float(gate_fails(layout, now, before).sum())
             add(f"{name}_cases_power", hits / reps)
     return sums
 

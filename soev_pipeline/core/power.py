@@ -278,11 +278,13 @@ def _gate_power(
     return beside(n, improve, regress, rest.cases, either, alpha)
 
 
-_SDS = 7.0
+_SDS = 6.0
 """`beside` sums the counts of changed pairs within this many standard deviations of their
-mean (the rest weighs less than 1e-11)."""
+mean (the rest weighs less than 1e-8)."""
 _EXACT_BUDGET = 4_000_000
 """Above this many terms `beside` answers from the normal approximation."""
+_CHUNK = 200_000
+"""`beside` sums this many terms at a time."""
 
 
 def _window(n: int, p: float) -> range:
@@ -316,45 +318,84 @@ def beside(
         return sign_test_power(n, improve, regress, alpha)
     share = improve / change
     group, rest = _window(n, min(1.0, change)), _window(others, min(1.0, 2 * either))
-    widest = max(len(_window(count, share)) for count in (group.start, group.stop - 1))
+    widest = _window(group.stop - 1, share).stop - _window(group.start, share).start
     if len(group) * len(rest) * widest > _EXACT_BUDGET:
         return _beside_normal(n, improve, regress, others, either, alpha)
     import numpy as np  # a tenth of a second to import: only when a group has others beside it
 
-    top = group.stop + rest.stop
-    largest = max(n, others)
-    log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, largest + 1)))))
-
-    def pmf(count: int, p: float, counts: range) -> Any:
-        x = np.arange(counts.start, counts.stop)
-        if p <= 0.0 or p >= 1.0:
-            return (x == (count if p >= 1.0 else 0)).astype(float)
-        logs = log_factorial[count] - log_factorial[x] - log_factorial[count - x]
-        return np.exp(logs + x * math.log(p) + (count - x) * math.log1p(-p))
-
-    rest_weight = pmf(others, min(1.0, 2 * either), rest)
-    # P(Bin(N_o, ½) ≤ x) for each N_o of the window (rows) and x = 0 .. max N_o (columns)
-    width = rest.stop
-    below = np.ones((len(rest), width + 1))
-    for row, count in enumerate(rest):
-        below[row, : count + 1] = np.cumsum(pmf(count, 0.5, range(count + 1)))
+    rest_weight, below = _rest_table(others, either)
     sizes = np.arange(rest.start, rest.stop)
+    # the improved pairs of the group, over every count of its changed pairs at once: row g
+    # holds Bin(N_g, s) over its own window, which starts at starts[g]
+    counts = np.arange(group.start, group.stop)[:, None]
+    spread = _SDS * np.sqrt(counts * share * (1 - share))
+    starts = np.maximum(0, np.floor(counts * share - spread) - 2).astype(int)
+    width = int((np.ceil(counts * share + spread) + 3 - starts).max())
+    x = starts + np.arange(width)[None, :]
+    factorial = _log_factorial(group.stop + width)
+    inside = x <= counts
+    logs = (
+        factorial[counts] - factorial[np.minimum(x, counts)] - factorial[np.maximum(counts - x, 0)]
+    )
+    if 0.0 < share < 1.0:
+        chances = np.exp(logs + x * math.log(share) + (counts - x) * math.log1p(-share))
+    else:
+        chances = (x == (counts if share >= 1.0 else 0)).astype(float)
+    chances = np.where(inside, chances, 0.0)
     least = group.start + rest.start
-    critical = np.array([_critical(count, alpha) for count in range(least, top)])
+    critical = np.array([_critical(count, alpha) for count in range(least, group.stop + rest.stop)])
+    weights = _pmf(n, min(1.0, change), group)
+    step = max(1, _CHUNK // (len(rest) * width))
     total = 0.0
-    group_weight = pmf(n, min(1.0, change), group)
-    for changed, weight in zip(group, group_weight, strict=True):
-        if weight < 1e-16:
-            continue
-        improved = _window(changed, share)
-        room = critical[changed + sizes - least][:, None] - np.arange(improved.start, improved.stop)
+    for first in range(0, len(group), step):
+        part = slice(first, first + step)
+        room = critical[(counts[part] + sizes[None, :] - least)][:, :, None] - x[part][:, None, :]
         cdf = np.where(
-            room < 0,
-            0.0,
-            below[np.arange(len(rest))[:, None], np.clip(room, 0, width)],
+            room < 0, 0.0, below[np.arange(len(rest))[None, :, None], np.clip(room, 0, rest.stop)]
         )
-        total += float(weight * (rest_weight @ (cdf @ pmf(changed, share, improved))))
+        inner = np.einsum("gri,gi->gr", cdf, chances[part])
+        total += float(weights[part] @ inner @ rest_weight)
     return min(1.0, max(0.0, total))
+
+
+def _pmf(count: int, p: float, counts: range) -> Any:
+    """P(Bin(count, p) = x) for x in `counts`, as a numpy array."""
+    import numpy as np
+
+    x = np.arange(counts.start, counts.stop)
+    if p <= 0.0 or p >= 1.0:
+        return (x == (count if p >= 1.0 else 0)).astype(float)
+    logs = (
+        _log_factorial(count)[count] - _log_factorial(count)[x] - _log_factorial(count)[count - x]
+    )
+    return np.exp(logs + x * math.log(p) + (count - x) * math.log1p(-p))
+
+
+_FACTORIALS: list[Any] = []
+
+
+def _log_factorial(count: int) -> Any:
+    """log(i!) for i = 0 .. at least `count`, as a numpy array, grown as needed."""
+    import numpy as np
+
+    if not _FACTORIALS or len(_FACTORIALS[0]) <= count:
+        size = max(count + 1, 2 * len(_FACTORIALS[0]) if _FACTORIALS else 1024)
+        table = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, size)))))
+        _FACTORIALS[:] = [table]
+    return _FACTORIALS[0]
+
+
+@lru_cache(maxsize=32)
+def _rest_table(others: int, either: float) -> tuple[Any, Any]:
+    """The chances of each number N_o of changed pairs among `others` (over its window), and
+    P(Bin(N_o, ½) ≤ x) for each N_o (rows) and x = 0 .. the largest N_o (columns)."""
+    import numpy as np
+
+    rest = _window(others, min(1.0, 2 * either))
+    below = np.ones((len(rest), rest.stop + 1))
+    for row, count in enumerate(rest):
+        below[row, : count + 1] = np.cumsum(_pmf(count, 0.5, range(count + 1)))
+    return _pmf(others, min(1.0, 2 * either), rest), below
 
 
 def _beside_normal(

@@ -162,7 +162,7 @@ def holm(p_values: Mapping[Key, float]) -> dict[Key, float]:
 def overall_first(p_values: Mapping[Key, float], first: Key) -> dict[Key, float]:
     """The adjusted p-values of the gate's family: `first` alone at full alpha, then the
     others with Holm among themselves, tested only once `first` is significant (serial
-    gatekeeping, docs/statistics.md#two-runs-paired-differences-and-the-sign-test).
+    gatekeeping, docs/statistics.md#the-gates-family-overall-first).
 
     `first` keeps its own p; each other becomes the larger of that and its Holm p among the
     others, so it is significant at alpha exactly when both are. The chance of a false

@@ -8,9 +8,11 @@ in each; its two rates are taken over the first m attempts that ran in each run,
 smaller count, so runs made with different k or with attempts that did not run are
 compared on the same number of attempts. Groups are the whole run, each suite and each
 split; the gate's family tests overall first, then the other groups with a changed pair
-with Holm among themselves (docs/statistics.md#two-runs-paired-differences-and-the-sign-test). When
+with Holm among themselves (docs/statistics.md#the-gates-family-overall-first). When
 attempts did not run, each group is also tested on the bound least favourable to the run,
-where they could hide a regression. Only dev cases are named.
+where they could hide a regression
+(docs/statistics.md#could-the-attempts-that-did-not-run-hide-a-regression). Only dev
+cases are named.
 """
 
 from __future__ import annotations

@@ -206,11 +206,13 @@ class PairedGroup(FrozenModel):
 
     The rates are those of the first m attempts that ran in both runs, case by case.
     `p_holm` is the p-value adjusted over the gate's family (overall first, then Holm over
-    the other groups with a changed pair); 1 for a group without a changed pair. (A
-    comparison stored before the family took in every group has it on its suites only.)
-    `worst_case_delta` and `worst_case_p_holm` are the same figures on the bound least
-    favourable to the run, where its attempts that did not run count as failed and the
-    baseline's as passed; null when every attempt of both runs ran. `verdict` is
+    the other groups with a changed pair: docs/statistics.md#the-gates-family-overall-first);
+    1 for a group without a changed pair. (A comparison stored before the family took in
+    every group has it on its suites only.) `worst_case_delta` and `worst_case_p_holm` are
+    the same figures on the bound least favourable to the run, where its attempts that did
+    not run count as failed and the baseline's as passed; null when every attempt of both
+    runs ran (docs/statistics.md#could-the-attempts-that-did-not-run-hide-a-regression).
+    `verdict` is
     `regressed` or `improved` when the change is significant at `alpha`, and
     `inconclusive` with its `reason`: `too_many_unrun` in every group when too many
     attempts did not run, `unrun_could_hide_regression` when the bound is a significant

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from junitparser import JUnitXml
 
 from soev_pipeline.core.power import CasePopulation, Rest, cases_needed, detectable_drop
@@ -510,6 +514,51 @@ def test_every_attempt_ran_and_no_bound_is_shown(gated: tuple[Path, Switch]) -> 
         assert group["reason"] is None
     plain = invoke("compare", "fixed", "good", "--project", project).out
     assert "worst case" not in plain and "could hide" not in plain
+
+
+def _workflow_step(name: str) -> str:
+    """The shell script of the step `name` of the GitHub Actions workflow in docs/ci.md."""
+    text = (Path(__file__).parents[2] / "docs" / "ci.md").read_text(encoding="utf-8")
+    workflow = text.split("# .github/workflows/soev-nightly.yml")[1].split("```")[0]
+    steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
+    (step,) = [step for step in steps if step.get("name") == name]
+    return str(step["run"])
+
+
+def test_the_ci_templates_warn_when_a_5xx_could_hide_a_regression(
+    hidden: Path, tmp_path: Path
+) -> None:
+    """docs/ci.md: GitLab allows exit 4 as a warning; the GitHub step turns it into a warning
+    annotation and a line of the job summary that say why and what to do, and goes on."""
+    text = (Path(__file__).parents[2] / "docs" / "ci.md").read_text(encoding="utf-8")
+    gitlab = yaml.safe_load(text.split("# .gitlab-ci.yml")[1].split("```")[0])
+    assert gitlab["soev-nightly"]["allow_failure"] == {"exit_codes": [4]}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "soev-evals"
+    stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m soev_pipeline "$@"\n', "utf-8")
+    stub.chmod(0o755)
+    summary = tmp_path / "summary.md"
+    environment = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "RUN": "verborgen",
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", _workflow_step("Compare with the previous night")],
+        cwd=hidden.parents[1],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (warning,) = [line for line in done.stdout.splitlines() if line.startswith("::warning")]
+    assert warning.startswith("::warning title=soev gate could not decide::the quality gate")
+    assert "could hide a regression in overall" in warning
+    assert "run the suites again and compare again" in warning
+    assert "could hide a regression" in summary.read_text(encoding="utf-8")
 
 
 class Varying:
