@@ -327,23 +327,19 @@ class TestNuggetsCoverage:
     def test_requests_go_out_together_and_answers_keep_case_order(self) -> None:
         nuggets = [{"text": f"Feit {index}."} for index in range(4)]
         arrived = asyncio.Event()
-        seen: list[str] = []
 
-        class GatheringJudge:
+        async def gathering(request: JudgeRequest) -> JudgeResult:
             """Answers only once all four requests are in flight, the last one first."""
+            seen = [str(asked.inputs["nugget"]) for asked in judge.requests]
+            nugget = str(request.inputs["nugget"])
+            if len(seen) == len(nuggets):
+                arrived.set()
+            await asyncio.wait_for(arrived.wait(), timeout=2)
+            await asyncio.sleep(0.01 * (len(nuggets) - seen.index(nugget)))
+            return label("support" if nugget == "Feit 0." else "not_support")
 
-            async def judge(self, request: JudgeRequest) -> JudgeResult:
-                nugget = str(request.inputs["nugget"])
-                seen.append(nugget)
-                if len(seen) == len(nuggets):
-                    arrived.set()
-                await asyncio.wait_for(arrived.wait(), timeout=2)
-                await asyncio.sleep(0.01 * (len(nuggets) - seen.index(nugget)))
-                return label("support" if nugget == "Feit 0." else "not_support")
-
-        verdict = ask(
-            "nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), GatheringJudge()
-        )
+        judge = ScriptedJudge(gathering)
+        verdict = ask("nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), judge)
         assert verdict.status == "fail"
         assert verdict.detail.endswith("#2 'Feit 1.'; #3 'Feit 2.'; #4 'Feit 3.'")
 

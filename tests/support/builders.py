@@ -1,5 +1,5 @@
-"""Builders of the unit tests: a case, its evidence, one graded criterion, a scripted judge,
-the `system:` section of a project.
+"""Builders of the unit tests: a case, its evidence, one graded criterion, a scripted judge
+and language detector, the `system:` section of a project.
 
 Every builder fills in what a test does not care about, so a test names only what it checks.
 """
@@ -7,6 +7,7 @@ Every builder fills in what a test does not care about, so a test names only wha
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from soev_pipeline.core import (
     Failure,
     JudgeRequest,
     JudgeResult,
+    LanguageDetectionError,
     Turn,
     Usage,
     VariantEvidence,
@@ -180,8 +182,9 @@ def by_input(key: str, answers: Mapping[str, Answer]) -> Script:
 class ScriptedJudge:
     """A judge that records each request and answers what its script says.
 
-    The script is one answer for every request or a function of the request. An answer is a
-    `JudgeResult`, an exception to raise, or anything else (garbage a real judge never gives).
+    The script is one answer for every request or a function of the request, which may be
+    a coroutine function. An answer is a `JudgeResult`, an exception to raise, or anything
+    else (garbage a real judge never gives).
     """
 
     def __init__(self, script: Script | Answer) -> None:
@@ -191,6 +194,22 @@ class ScriptedJudge:
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         self.requests.append(request)
         answer = self._script(request) if callable(self._script) else self._script
+        if inspect.isawaitable(answer):
+            answer = await answer
         if isinstance(answer, BaseException):
             raise answer
         return answer  # type: ignore[return-value]
+
+
+class ScriptedDetector:
+    """A language detector that answers from a table and raises for a text it does not know."""
+
+    def __init__(self, answers: Mapping[str, str]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def detect(self, text: str) -> str:
+        self.asked.append(text)
+        if text not in self.answers:
+            raise LanguageDetectionError("unknown")
+        return self.answers[text]
