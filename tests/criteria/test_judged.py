@@ -23,6 +23,7 @@ from tests.support.builders import (
     Answer,
     ScriptedJudge,
     by_input,
+    evaluate,
     grade,
     label,
     make_case,
@@ -30,6 +31,7 @@ from tests.support.builders import (
     make_variant,
     params_error,
 )
+from tests.support.clock import on_virtual_clock
 
 
 def ask(kind: str, case: Case, evidence: Evidence, judge: Judge | None, **params: Any) -> Verdict:
@@ -329,7 +331,11 @@ class TestNuggetsCoverage:
         arrived = asyncio.Event()
 
         async def gathering(request: JudgeRequest) -> JudgeResult:
-            """Answers only once all four requests are in flight, the last one first."""
+            """Answers only once all four requests are in flight, the last one first.
+
+            On the virtual clock the wait for the others ends in a timeout only when no
+            other request can come.
+            """
             seen = [str(asked.inputs["nugget"]) for asked in judge.requests]
             nugget = str(request.inputs["nugget"])
             if len(seen) == len(nuggets):
@@ -339,7 +345,8 @@ class TestNuggetsCoverage:
             return label("support" if nugget == "Feit 0." else "not_support")
 
         judge = ScriptedJudge(gathering)
-        verdict = ask("nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), judge)
+        case, ctx = make_case(nuggets=nuggets), CriterionContext(judge=judge)
+        verdict = on_virtual_clock(evaluate("nuggets.coverage", case=case, ctx=ctx))
         assert verdict.status == "fail"
         assert verdict.detail.endswith("#2 'Feit 1.'; #3 'Feit 2.'; #4 'Feit 3.'")
 

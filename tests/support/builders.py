@@ -138,7 +138,7 @@ def make_evidence(
     )
 
 
-def grade(
+async def evaluate(
     kind: str,
     evidence: Evidence | None = None,
     *,
@@ -148,13 +148,24 @@ def grade(
 ) -> Verdict:
     """Validate and evaluate one criterion through the built-in registry, as a run does."""
     spec = CriterionSpec.model_validate({"kind": kind, **params})
-    evaluation = builtin_registry().evaluate(
+    return await builtin_registry().evaluate(
         spec,
         make_case() if case is None else case,
         make_evidence() if evidence is None else evidence,
         CriterionContext() if ctx is None else ctx,
     )
-    return asyncio.run(evaluation)
+
+
+def grade(
+    kind: str,
+    evidence: Evidence | None = None,
+    *,
+    case: Case | None = None,
+    ctx: CriterionContext | None = None,
+    **params: Any,
+) -> Verdict:
+    """`evaluate` on an event loop of its own."""
+    return asyncio.run(evaluate(kind, evidence, case=case, ctx=ctx, **params))
 
 
 def params_error(kind: str, **params: Any) -> str:
