@@ -148,24 +148,31 @@ class WorkerPool(Generic[T, R]):
 
     def submit(self, task: T) -> asyncio.Future[R]:
         """Queue `task` for the next free worker; the future holds its result."""
-        if self._started:
-            submitted: Future[R] = self._executor.submit(_run_task, task)
-        else:
-            # the workers are forked by the first submit: with Ctrl-C blocked, so that
-            # none dies of one before it ignores it
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                submitted = self._executor.submit(_run_task, task)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-            self._started = True
-        self._running.add(submitted)
         future = self._loop.create_future()
+        try:
+            submitted = self._send(task)
+        except BrokenProcessPool as exc:  # a worker died since the last task was sent
+            future.set_exception(_failure(exc))
+            return future
+        self._running.add(submitted)
         submitted.add_done_callback(self._running.discard)
         submitted.add_done_callback(
             lambda done: self._loop.call_soon_threadsafe(_settle, future, done)
         )
         return future
+
+    def _send(self, task: T) -> Future[R]:
+        if self._started:
+            return self._executor.submit(_run_task, task)
+        # the workers are forked by the first submit: with Ctrl-C blocked, so that none dies
+        # of one before it ignores it
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            submitted = self._executor.submit(_run_task, task)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        self._started = True
+        return submitted
 
     def close(self) -> None:
         """End the workers; at once when a task is still running (after an error, Ctrl-C).
@@ -194,17 +201,20 @@ def _settle(future: asyncio.Future[R], done: Future[R]) -> None:
     error = done.exception()
     if error is None:
         future.set_result(done.result())
-    elif isinstance(error, BrokenProcessPool):
-        future.set_exception(
-            GradingWorkerError(
-                "a grading worker process ended unexpectedly (killed, or out of memory?); "
-                f"grade again, or set {WORKERS_ENV}=1 to grade in one process"
-            )
-        )
     else:
-        failure = GradingWorkerError(
-            f"a grading worker failed: {type(error).__name__}: {' '.join(str(error).split())}"
+        future.set_exception(_failure(error))
+
+
+def _failure(error: BaseException) -> GradingWorkerError:
+    """The error that ends the grading for what the pool raised."""
+    if isinstance(error, BrokenProcessPool):
+        return GradingWorkerError(
+            "a grading worker process ended unexpectedly (killed, or out of memory?); "
+            f"grade again, or set {WORKERS_ENV}=1 to grade in one process"
         )
-        if error.__cause__ is not None:  # the worker's traceback, as the pool attaches it
-            failure.add_note(str(error.__cause__))
-        future.set_exception(failure)
+    failure = GradingWorkerError(
+        f"a grading worker failed: {type(error).__name__}: {' '.join(str(error).split())}"
+    )
+    if error.__cause__ is not None:  # the worker's traceback, as the pool attaches it
+        failure.add_note(str(error.__cause__))
+    return failure

@@ -237,6 +237,26 @@ def test_a_worker_that_dies_stops_the_grading_with_one_error(
     assert not held.exists()
 
 
+async def _die(task: int) -> int:
+    os.kill(os.getpid(), signal.SIGKILL)
+    return task
+
+
+def test_a_task_sent_after_a_worker_died_fails_with_the_same_error() -> None:
+    async def send_twice() -> None:
+        pool: WorkerPool[int, int] = WorkerPool(_die, 1)
+        try:
+            with pytest.raises(GradingWorkerError, match="ended unexpectedly"):
+                await pool.submit(1)
+            with pytest.raises(GradingWorkerError, match="ended unexpectedly"):
+                await pool.submit(2)  # the pool is broken already
+        finally:
+            pool.close()
+
+    asyncio.run(send_twice())
+    assert multiprocessing.active_children() == []
+
+
 def test_a_worker_that_fails_names_the_exception(
     loaded: LoadedProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
