@@ -20,16 +20,14 @@ RUNTIME_MODULE = '''\
 
 import json
 import os
-from collections.abc import Mapping
 from contextlib import asynccontextmanager
 
 import httpx
-from pydantic import JsonValue
 
 from soev_pipeline.arms import SoevThreadArm, create_http_client
 from soev_pipeline.cli import RuntimeBindings
-from soev_pipeline.core import JudgeError
 from soev_pipeline.judges import LLMJudge, load_prompts
+from tests.support.judge_llm import ExampleJudgeLLM
 
 
 class Tracker:
@@ -43,28 +41,11 @@ def log(event):
         stream.write(event + "\\n")
 
 
-class ChatCompletionsLLM:
-    context_window = 128_000
-
-    def __init__(self, client: httpx.AsyncClient, model: str) -> None:
-        self._client = client
-        self._model = model
-
-    async def complete(self, *, system: str, user: str, schema: Mapping[str, JsonValue]) -> str:
+class ChatCompletionsLLM(ExampleJudgeLLM):
+    async def complete(self, **prompt):
         if os.environ.get("RUNTIME_MODE") == "crash":
             raise RuntimeError("adapter bug")
-        schema_format = {"name": "verdict", "schema": dict(schema)}
-        body = {
-            "model": self._model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": {"type": "json_schema", "json_schema": schema_format},
-        }
-        try:
-            response = await self._client.post("chat/completions", json=body)
-            response.raise_for_status()
-            return response.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-            raise JudgeError(f"judge call failed: {type(exc).__name__}") from exc
+        return await super().complete(**prompt)
 
 
 @asynccontextmanager

@@ -56,6 +56,8 @@ class ForwardProxy:
 
     async def _stop(self) -> None:
         assert self._server is not None
+        for _ in range(10):  # let a connection made just now be accepted, so that it can close
+            await asyncio.sleep(0)
         self._server.close()
         for task in list(self._tasks):
             task.cancel()

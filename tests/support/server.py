@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -35,7 +34,7 @@ class Request:
     headers: dict[str, str]
     body: bytes
     at: float
-    """`time.monotonic()` when it arrived."""
+    """When it arrived, by the clock of the loop that received it (`loop.time()`)."""
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -175,7 +174,8 @@ class FakeServer:
         await self._server.wait_closed()
 
     def _record(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Request:
-        request = Request(method, path.split("?")[0], headers, body, time.monotonic())
+        at = asyncio.get_running_loop().time()
+        request = Request(method, path.split("?")[0], headers, body, at)
         self.requests.append(request)
         return request
 
