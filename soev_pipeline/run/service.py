@@ -233,9 +233,9 @@ async def grade(
             summary = await grade_evidence(
                 loaded,
                 ctx,
-                archive.iter_evidence(),
+                archive.iter_attempts(),
                 scoring_dir,
-                total=archive.count_evidence(),
+                total=archive.count_attempts(),
                 prompts=loaded.prompt_shas,
                 offline=offline,
                 progress=progress.graded,
