@@ -181,6 +181,9 @@ async def execute(
         ProjectError: a selection, a run id or the run archive is wrong; the message names
             the file and the field.
         ArmError, JudgeError: the runtime could not open (the system is unreachable, say).
+        UnreachableSystemError: an `ArmError`: the run's first attempts all failed the same
+            way before any reply (a wrong route or key); nothing is graded, and the run
+            stays resumable.
         RunLockedError: another command works on the run.
         asyncio.CancelledError: the run was interrupted; every finished attempt is
             archived, and running `attempt` again with `resume` goes on with the rest.

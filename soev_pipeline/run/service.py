@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.errors import ProjectError, UnreachableSystemError
 from soev_pipeline.core.models import Case, Split
 from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector, ReportsStats
 from soev_pipeline.judges.language import LazyLangidDetector
@@ -21,7 +21,14 @@ from soev_pipeline.project import LoadedProject
 from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
-from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
+from .attempts import (
+    FIRST_ATTEMPTS,
+    AttemptStats,
+    FirstAttemptsFailed,
+    plan_attempts,
+    run_attempts,
+    select_cases,
+)
 from .compare import previous_attempts
 from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
@@ -148,11 +155,17 @@ async def attempt(
     already and starts it otherwise (what a re-executed Dagster run needs); True requires
     an archived run, False refuses one. Holds the run's lock throughout.
 
+    When the first min(20, planned) attempts all fail the same way before any reply (an
+    HTTP status other than 429 and 5xx, or no connection), the step stops, archiving none
+    of them, and the run stays resumable
+    (docs/runs.md#a-run-that-cannot-reach-the-assistant).
+
     Raises:
         ProjectError: the selection is invalid, the run exists (or not, for a resume), or
             the runtime gave no arm.
         ResumeError: the cases or prompts changed since the run started.
         RunLockedError: another command works on the run.
+        UnreachableSystemError: the first attempts all failed the same way before any reply.
     """
     progress = progress or Progress()
     archive = RunArchive(runs_dir, run_id)
@@ -162,6 +175,8 @@ async def attempt(
         archive.manifest()  # a clear error when there is nothing to resume
     if bindings.arm is None:
         raise ProjectError("the runtime provider gave no arm for the run command")
+    arm = bindings.arm
+    system = loaded.project.system
     with archive.locked("resume" if resume else "run"):
         progress.started("attempt")
         prepared = prepare_run(
@@ -169,15 +184,30 @@ async def attempt(
         )
         progress.phase(f"{len(prepared.plan)} attempts to run")
         with prepared.archive.evidence_writer() as writer:
-            stats = await run_attempts(
-                prepared.plan,
-                bindings.arm,
-                writer,
-                messages=loaded.project.messages,
-                concurrency=loaded.project.system.concurrency,
-                setup=bindings.setup or loaded.setup,
-                progress=progress.attempts,
-            )
+
+            async def run(plan: list[tuple[Case, int]], first: int = 0) -> AttemptStats:
+                return await run_attempts(
+                    plan,
+                    arm,
+                    writer,
+                    messages=loaded.project.messages,
+                    concurrency=system.concurrency,
+                    setup=bindings.setup or loaded.setup,
+                    progress=progress.attempts,
+                    first=first,
+                )
+
+            try:
+                stats = await run(prepared.plan, FIRST_ATTEMPTS)
+            except FirstAttemptsFailed as failed:
+                raise UnreachableSystemError(
+                    failed.reason,
+                    failed.attempts,
+                    failed.detail,
+                    base_url=system.url,
+                    run_id=run_id,
+                    where=str(loaded.path),
+                ) from None
     return AttemptedRun(prepared, stats)
 
 
