@@ -21,7 +21,7 @@ from soev_pipeline.run.progress import Progress, Step
 from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BuiltinRuntime, RuntimeBindings, resolve
 from tests.conftest import write_project
-from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply
+from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response, problem
 
 pytestmark = pytest.mark.e2e
 
@@ -87,6 +87,25 @@ def test_a_run_at_a_wrong_route_raises_and_resumes_once_the_route_is_right(
         report = evaluate(project, run_id="w1", resume=True)
     assert report.overall.attempts == report.expected_attempts == 6
     assert report.unrun.attempts == 0
+
+
+def test_retry_unrun_false_leaves_the_attempts_that_did_not_run(tmp_path: Path) -> None:
+    asked: set[str] = set()
+
+    def failing_once(text: str, history: list[str]) -> Reply | Response:
+        """A 500 (which the arm does not retry) to the first try of each conversation."""
+        if not history and text not in asked:
+            asked.add(text)
+            return problem(500, "internal_error", "try again")
+        return Reply("Zes weken.")
+
+    with FakeThreadAPI(failing_once) as system:
+        project = write_project(tmp_path / "p", system.url)
+        left = evaluate(project, run_id="r1", retry_unrun=False)
+        asked.clear()
+        retried = evaluate(project, run_id="r2")
+    assert left.unrun.attempts == 6 and left.inconclusive
+    assert retried.unrun.attempts == 0 and not retried.inconclusive
 
 
 def test_a_cancelled_evaluation_keeps_its_attempts_and_resumes(tmp_path: Path) -> None:

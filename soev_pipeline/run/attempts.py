@@ -1,8 +1,9 @@
 """Run the attempts of a run against the system under test, archiving each as it finishes.
 
-An edge of a run is decided here (docs/runs.md#a-run-that-cannot-reach-the-assistant):
+Two edges of a run are decided here (docs/runs.md#a-run-that-cannot-reach-the-assistant):
 the first attempts of a run that all fail the same way before any reply stop it
-(`FirstAttempts`).
+(`FirstAttempts`), and the attempts that did not run are planned once more after the
+others (`plan_retries`).
 """
 
 from __future__ import annotations
@@ -54,13 +55,26 @@ def plan_attempts(
     ]
 
 
+def plan_retries(
+    cases: Sequence[Case], k: int, unrun: Iterable[tuple[str, int]]
+) -> list[tuple[Case, int]]:
+    """The attempts of `unrun` (case id, attempt) to run once more, in the order of
+    `plan_attempts`; those of cases not among `cases` are left out."""
+    again = set(unrun)
+    return [
+        (case, attempt) for attempt in range(k) for case in cases if (case.id, attempt) in again
+    ]
+
+
 @dataclass
 class AttemptStats:
-    """Counts of an attempt phase."""
+    """Counts of an attempt phase: the attempts planned, run and failed; `finished` and
+    `failed` count those run once more too, `retried` how many were."""
 
     planned: int = 0
     finished: int = 0
     failed: int = 0
+    retried: int = 0
 
 
 def failed_before_reply(evidence: Evidence) -> str | None:

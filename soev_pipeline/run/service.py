@@ -26,6 +26,7 @@ from .attempts import (
     AttemptStats,
     FirstAttemptsFailed,
     plan_attempts,
+    plan_retries,
     run_attempts,
     select_cases,
 )
@@ -148,6 +149,7 @@ async def attempt(
     resume: bool | None = False,
     runtime: str | None = None,
     progress: Progress | None = None,
+    retry_unrun: bool | None = None,
 ) -> AttemptedRun:
     """The attempt step: create the run (or reopen it to resume) and run its missing attempts.
 
@@ -155,10 +157,12 @@ async def attempt(
     already and starts it otherwise (what a re-executed Dagster run needs); True requires
     an archived run, False refuses one. Holds the run's lock throughout.
 
-    When the first min(20, planned) attempts all fail the same way before any reply (an
-    HTTP status other than 429 and 5xx, or no connection), the step stops, archiving none
-    of them, and the run stays resumable
-    (docs/runs.md#a-run-that-cannot-reach-the-assistant).
+    The run's edges (docs/runs.md#a-run-that-cannot-reach-the-assistant): when the first
+    min(20, planned) attempts all fail the same way before any reply (an HTTP status other
+    than 429 and 5xx, or no connection), the step stops, archiving none of them, and the
+    run stays resumable. After the others, the attempts of the run that did not run are run
+    once more, unless `retry_unrun` (None: the project's `system.retry_unrun`) is false;
+    their new lines replace the old ones (`RunArchive.iter_attempts`).
 
     Raises:
         ProjectError: the selection is invalid, the run exists (or not, for a resume), or
@@ -177,6 +181,7 @@ async def attempt(
         raise ProjectError("the runtime provider gave no arm for the run command")
     arm = bindings.arm
     system = loaded.project.system
+    retry = system.retry_unrun if retry_unrun is None else retry_unrun
     with archive.locked("resume" if resume else "run"):
         progress.started("attempt")
         prepared = prepare_run(
@@ -208,7 +213,21 @@ async def attempt(
                     run_id=run_id,
                     where=str(loaded.path),
                 ) from None
+            again = retries(prepared) if retry and (stats.failed or prepared.resumed) else []
+            if again:
+                progress.phase(f"{len(again)} attempts did not run; running them once more")
+                retried = await run(again)
+                stats.finished += retried.finished
+                stats.failed += retried.failed
+                stats.retried = len(again)
     return AttemptedRun(prepared, stats)
+
+
+def retries(prepared: PreparedRun) -> list[tuple[Case, int]]:
+    """The attempts of the run that did not run, as its evidence says now: each to run once
+    more (`attempts.plan_retries`)."""
+    ledger = read_ledger(prepared.archive, prepared.manifest)
+    return plan_retries(prepared.cases, prepared.manifest.k, ledger.unrun)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The run's edges through the CLI (docs/runs.md#a-run-that-cannot-reach-the-assistant): a run
-whose first attempts cannot reach the assistant stops with one line and resumes once it can."""
+whose first attempts cannot reach the assistant stops with one line and resumes once it can;
+the attempts that did not run are run once more before grading, and count once."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from soev_pipeline.run import RunArchive
+from soev_pipeline.view.index import RunIndex
 from tests.support.cli import invoke
 from tests.support.project import SECRET, dump, edit_yaml
-from tests.support.thread_api import FakeThreadAPI, Reply
+from tests.support.thread_api import FakeThreadAPI, Reply, Response, problem
 
 pytestmark = pytest.mark.e2e
 
@@ -85,3 +88,91 @@ def test_a_wrong_key_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert run.status == 2, run.err
     assert "all failed with HTTP 401 before any reply" in run.error_line()
     assert "fout" not in run.text
+
+
+class Outage:
+    """An assistant whose gateway answers 503 to the first opening of each question, and
+    answers every later one: a short outage."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[str] = Counter()
+
+    def __call__(self, text: str, history: list[str]) -> Reply | Response:
+        self.asked[text] += 1
+        if self.asked[text] == 1:
+            return problem(503, "service_unavailable", "upstream is down")
+        return Reply(ANSWER)
+
+
+def test_the_attempts_that_did_not_run_run_once_more_and_count_once(tmp_path: Path) -> None:
+    """Every attempt's first try gets a 503 (never a stop: the gateway, not the route), and
+    runs when it is tried once more after the others. The report, a comparison, the viewer's
+    index and a resume all read the later line, once."""
+    outage = Outage()
+    with FakeThreadAPI(outage) as system:
+        project = _project(tmp_path / "p", system.url)
+        assert invoke("run", "--project", project, "--run-id", "r0").status == 0
+        outage.asked.clear()  # the outage again
+        run = invoke("run", "--project", project, "--run-id", "r1")
+        assert run.status == 0, run.err
+        asked = len(system.requests)
+        resumed = invoke("run", "--project", project, "--resume", "r1")
+        assert resumed.status == 0, resumed.err
+        assert len(system.requests) == asked  # nothing missing, nothing that did not run
+
+    planned = CASES + 2
+    for run_id in ("r0", "r1"):
+        lines = _lines(project, run_id)
+        assert len(lines) == 2 * planned  # the 503 and the retry, both kept
+        assert [line["reply"] for line in lines[:planned]] == [None] * planned
+        assert [line["reply"] for line in lines[planned:]] == [ANSWER] * planned
+    found = invoke("report", "r1", "--project", project, "--json").json()
+    assert found["inconclusive"] is False and found["unrun"] == {"attempts": 0, "codes": {}}
+    assert found["overall"]["attempts"] == found["expected_attempts"] == planned
+    assert found["overall"]["pass_rate"] == 1.0
+    assert all(len(case["attempts"]) == 1 for case in found["cases"])
+    compared = invoke("compare", "r1", "r0", "--project", project, "--json").json()
+    assert compared["overall"]["pairs"] == planned and compared["unrun_cases"] == 0
+    archive = RunArchive(project.parent / "runs", "r1")
+    scoring = archive.latest_report_path()
+    assert scoring is not None
+    index = RunIndex.build(scoring.parent / "verdicts.jsonl", archive.evidence_path)
+    assert len(index.cases) == CASES
+    for entry in index.cases.values():
+        assert (entry.attempts, entry.passed) == (1, 1)
+        assert index.evidence(entry.case_id)[0].reply == ANSWER
+
+
+def test_no_retry_unrun_leaves_them_and_a_resume_runs_them_once_more(tmp_path: Path) -> None:
+    outage = Outage()
+    with FakeThreadAPI(outage) as system:
+        project = _project(tmp_path / "p", system.url)
+        run = invoke("run", "--project", project, "--run-id", "r1", "--no-retry-unrun")
+        assert run.status == 0, run.err
+        assert len(_lines(project, "r1")) == CASES + 2
+        found = invoke("report", "r1", "--project", project, "--json").json()
+        assert found["inconclusive"] is True
+        assert found["unrun"] == {"attempts": CASES + 2, "codes": {"service_unavailable": 19}}
+        # a resume has nothing missing to run, and runs those that did not run once more
+        assert invoke("run", "--project", project, "--resume", "r1").status == 0
+    assert len(_lines(project, "r1")) == 2 * (CASES + 2)
+    found = invoke("report", "r1", "--project", project, "--json").json()
+    assert found["inconclusive"] is False and found["overall"]["pass_rate"] == 1.0
+
+
+def test_retry_unrun_is_a_setting_of_project_yaml(tmp_path: Path) -> None:
+    outage = Outage()
+    with FakeThreadAPI(outage) as system:
+        project = _project(tmp_path / "p", system.url, retry_unrun=False)
+        assert invoke("run", "--project", project, "--run-id", "r1").status == 0
+    assert len(_lines(project, "r1")) == CASES + 2
+    found = invoke("report", "r1", "--project", project, "--json").json()
+    assert found["unrun"]["attempts"] == CASES + 2
+
+    for wrong in ("sometimes", 1, None):
+        edit_yaml(project, lambda data, value=wrong: data["system"].update(retry_unrun=value))
+        refused = invoke("run", "--project", project, "--run-id", "r2")
+        assert refused.status == 1
+        assert f"{project}: system.retry_unrun: Input should be a valid boolean" in (
+            refused.error_line()
+        )

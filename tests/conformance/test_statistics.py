@@ -331,8 +331,8 @@ class Outage:
 @pytest.fixture(scope="module")
 def outage(tmp_path_factory: pytest.TempPathFactory) -> Outage:
     """Runs `up` (all pass), `down` (the system refuses every connection: the run stops),
-    `gateway` (every turn a 503 `service_unavailable`) and `again` (all pass) of one
-    project."""
+    `gateway` (every turn a 503 `service_unavailable`, also when run once more) and `again`
+    (all pass) of one project."""
     root = tmp_path_factory.mktemp("outage")
     gateway = Gateway()
     with FakeThreadAPI(gateway) as system:
@@ -420,6 +420,16 @@ def test_an_inconclusive_run_is_never_the_previous_one(outage: Outage) -> None:
     assert gate.status == 4 and "cannot decide" in gate.error_line()
     assert "10 of 10 attempts did not run (service_unavailable 10)" in gate.out
     assert invoke("report", "again", "--project", project, "--fail-under", "0.5").status == 0
+
+
+def test_an_attempt_run_once_more_counts_once(outage: Outage) -> None:
+    """Every attempt of `gateway` got a 503, and again when it was run once more: two lines
+    each in the archive, one attempt each in the report."""
+    lines = (outage.project.parent / "runs" / "gateway" / "evidence.jsonl").read_text()
+    assert len(lines.splitlines()) == 2 * (CASES + 2)
+    report = invoke("report", "gateway", "--project", outage.project, "--json").json()
+    assert report["overall"]["attempts"] == report["expected_attempts"] == CASES + 2
+    assert report["unrun"] == {"attempts": CASES + 2, "codes": {"service_unavailable": 10}}
 
 
 def test_an_outage_in_the_junit_file_is_an_error(outage: Outage, tmp_path: Path) -> None:

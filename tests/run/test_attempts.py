@@ -1,6 +1,6 @@
-"""The attempt phase's edge (docs/runs.md#a-run-that-cannot-reach-the-assistant): the first
+"""The attempt phase's edges (docs/runs.md#a-run-that-cannot-reach-the-assistant): the first
 attempts of a run that all fail the same way before any reply stop it, archiving none of
-them and cancelling those in flight."""
+them and cancelling those in flight; the attempts that did not run are planned once more."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from soev_pipeline.run.attempts import (
     FirstAttemptsFailed,
     failed_before_reply,
     plan_attempts,
+    plan_retries,
     run_attempts,
 )
 from tests.support.builders import make_case, make_evidence, make_turn, make_variant
@@ -212,3 +213,10 @@ def test_an_interruption_while_watching_keeps_the_finished_attempts(tmp_path: Pa
     asyncio.run(go())
     assert [e.case_id for e in lines(path)] == [f"kern-{n:03d}" for n in range(5)]
     assert arm.cancelled == [("kern-005", 0)]
+
+
+def test_the_attempts_that_did_not_run_are_planned_again_in_the_order_of_a_run() -> None:
+    selected = cases(3)
+    unrun = {("kern-002", 0), ("kern-000", 1), ("kern-001", 0), ("gone-001", 0)}
+    again = [(case.id, attempt) for case, attempt in plan_retries(selected, 2, unrun)]
+    assert again == [("kern-001", 0), ("kern-002", 0), ("kern-000", 1)]
