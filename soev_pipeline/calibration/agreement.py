@@ -27,6 +27,10 @@ from soev_pipeline.core.stats import binomial_cdf, log_binomial_pmf, wilson
 
 JudgeStatus = Literal["pass", "fail", "error"]
 Interval = tuple[float, float]
+_TAIL = 0.025
+"""κ's interval is a 95 % one: 2.5 % of the mid-P tail on either side of it."""
+_STEPS = 60
+"""Bisection steps of a bound: 2⁻⁶⁰ of the unit interval, far below a float's rounding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +143,6 @@ def kappa(
     )
 
 
-ALPHA = 0.05
-"""The interval of κ is a 95 % one: α/2 = 2.5 % outside it on either side."""
-_STEPS = 60
-"""Bisection steps of a bound: 2⁻⁶⁰ of the unit interval, far below a float's rounding."""
-
-
 @functools.lru_cache(maxsize=4096)
 def agreement_interval(hits: int, n: int) -> Interval:
     """The mid-P exact 95 % interval of a share `hits / n` (Lancaster, 1961).
@@ -174,11 +172,11 @@ def agreement_interval(hits: int, n: int) -> Interval:
 
 
 def _solve(tail: Callable[[float], float], *, rising: bool) -> float:
-    """The p in (0, 1) at which the monotone `tail` crosses α/2."""
+    """The p in (0, 1) at which the monotone `tail` crosses 2.5 %."""
     low, high = 0.0, 1.0
     for _ in range(_STEPS):
         middle = (low + high) / 2
-        if (tail(middle) < ALPHA / 2) == rising:
+        if (tail(middle) < _TAIL) == rising:
             low = middle
         else:
             high = middle
