@@ -97,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runtime=args.runtime,
                 runs_dir=paths.runs,
                 progress=progress,
+                retry_unrun=args.retry_unrun,
             )
         )
     except BaseException as exc:

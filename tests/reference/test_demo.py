@@ -151,9 +151,12 @@ def test_the_demo_run_fails_the_cases_its_suites_say_fail(
     # a rule-based judge is not a good judge, and the figures say so
     assert calibration["overall"]["kappa"] < 0.6
     assert all(entry["judge_errors"] == 0 for entry in calibration["criteria"].values())
-    assert all(
-        entry["corrected_pass_rate"] is not None for entry in calibration["criteria"].values()
-    )
+    criteria = calibration["criteria"]
+    assert criteria["behaviour.expected"]["corrected_pass_rate"] is not None
+    assert criteria["nuggets.coverage"]["corrected_pass_rate"] is not None
+    # privacy.names on 7 items: the judge is not shown to be better than chance
+    assert criteria["privacy.names"]["corrected_pass_rate"] is None
+    assert "includes 0" in criteria["privacy.names"]["corrected_why"]
 
 
 def _hooks() -> ModuleType:
