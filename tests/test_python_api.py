@@ -22,6 +22,7 @@ from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BuiltinRuntime, RuntimeBindings, resolve
 from tests.conftest import write_project
 from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response, problem
+from tests.support.tracker import RecordingTracker
 
 pytestmark = pytest.mark.e2e
 
@@ -168,15 +169,17 @@ class Publishing:
 
     def __init__(self, state_dir: Path | None = None) -> None:
         self.inner = BuiltinRuntime(state_dir)
-        self.published: list[str] = []
+        self.tracker = RecordingTracker()
 
     @asynccontextmanager
     async def open(self, loaded: Any, *, operation: Any) -> AsyncIterator[RuntimeBindings]:
         async with self.inner.open(loaded, operation=operation) as bindings:
-            yield dataclasses.replace(bindings, tracker=self)
+            yield dataclasses.replace(bindings, tracker=self.tracker)
 
-    async def publish(self, *, manifest: dict[str, Any], report: dict[str, Any]) -> None:
-        self.published.append(str(report["run_id"]))
+    @property
+    def published(self) -> list[str]:
+        """The run ids of what the tracker was given."""
+        return [str(run["report"]["run_id"]) for run in self.tracker.published]
 
 
 def test_every_call_of_execute_leaves_the_same_files_and_publishes_only_a_new_run(
