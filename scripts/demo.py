@@ -31,11 +31,11 @@ def _shown(path: Path) -> str:
 
 
 def _latest_run() -> str | None:
-    from soev_pipeline.project import ProjectPaths, load
+    from soev_pipeline.project import ProjectPaths, read_project
     from soev_pipeline.run.compare import latest_run
 
     paths = ProjectPaths.of(PROJECT)
-    run = latest_run(paths.runs, load(PROJECT, definitions=False).project.name)
+    run = latest_run(paths.runs, read_project(PROJECT).name)
     return None if run is None else run.run_id
 
 

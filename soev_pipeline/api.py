@@ -149,6 +149,7 @@ async def execute(
     runs_dir: str | Path | None = None,
     offline: bool = False,
     progress: Progress | None = None,
+    retry_unrun: bool | None = None,
 ) -> Evaluation:
     """Run `steps` of run `run_id`: the one composition of every front end.
 
@@ -176,11 +177,16 @@ async def execute(
         runs_dir: where runs are archived; None for `runs/` beside project.yaml.
         offline: answer judge criteria from the judge cache only; opens no provider.
         progress: where the steps report progress.
+        retry_unrun: for `attempt`: run the attempts that did not run once more, after the
+            others; None for the project's `system.retry_unrun` (true by default).
 
     Raises:
         ProjectError: a selection, a run id or the run archive is wrong; the message names
             the file and the field.
         ArmError, JudgeError: the runtime could not open (the system is unreachable, say).
+        UnreachableSystemError: an `ArmError`: the run's first attempts all failed the same
+            way before any reply (a wrong route or key); nothing is graded, and the run
+            stays resumable.
         RunLockedError: another command works on the run.
         asyncio.CancelledError: the run was interrupted; every finished attempt is
             archived, and running `attempt` again with `resume` goes on with the rest.
@@ -221,6 +227,7 @@ async def execute(
                     resume=resume,
                     runtime=name,
                     progress=progress,
+                    retry_unrun=retry_unrun,
                 )
             if "grade" in ordered:
                 scoring = await grade(
@@ -251,6 +258,7 @@ async def evaluate_run(
     runtime: str | None = None,
     runs_dir: str | Path | None = None,
     progress: Progress | None = None,
+    retry_unrun: bool | None = None,
 ) -> Evaluation:
     """Run a new evaluation (or resume one): every step of `execute`.
 
@@ -263,7 +271,7 @@ async def evaluate_run(
             resume.
         resume: run only the missing attempts of the archived run `run_id`; its selection
             and k are the manifest's.
-        runtime, runs_dir, progress: as for `execute`.
+        runtime, runs_dir, progress, retry_unrun: as for `execute`.
 
     Raises:
         ValueError: `resume` without a `run_id`.
@@ -279,6 +287,7 @@ async def evaluate_run(
         runtime=runtime,
         runs_dir=runs_dir,
         progress=progress,
+        retry_unrun=retry_unrun,
     )
 
 
@@ -325,6 +334,7 @@ def evaluate(
     runtime: str | None = None,
     runs_dir: str | Path | None = None,
     progress: Progress | None = None,
+    retry_unrun: bool | None = None,
 ) -> Report:
     """Run a new evaluation of `project` and return its report (see `evaluate_run`).
 
@@ -341,6 +351,7 @@ def evaluate(
             runtime=runtime,
             runs_dir=runs_dir,
             progress=progress,
+            retry_unrun=retry_unrun,
         )
     )
     assert evaluation.report is not None  # every step ran

@@ -15,13 +15,14 @@ import pytest
 import soev_pipeline
 from soev_pipeline import evaluate, rescore
 from soev_pipeline.api import execute, run_sync
-from soev_pipeline.core.errors import ArmError, ProjectError
+from soev_pipeline.core.errors import ArmError, ProjectError, UnreachableSystemError
 from soev_pipeline.run import RunArchive
 from soev_pipeline.run.progress import Progress, Step
 from soev_pipeline.run.service import RunSelection
 from soev_pipeline.runtime import BuiltinRuntime, RuntimeBindings, resolve
 from tests.conftest import write_project
-from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply
+from tests.support.thread_api import NOWHERE, FakeThreadAPI, Reply, Response, problem
+from tests.support.tracker import RecordingTracker
 
 pytestmark = pytest.mark.e2e
 
@@ -69,6 +70,43 @@ def test_bad_input_raises_the_errors_the_cli_prints(project_path: Path, tmp_path
     with pytest.raises(ArmError, match="cannot reach"):
         evaluate(unreachable, run_id="weg")
     assert not (unreachable.parent / "runs" / "weg").exists()  # refused before archiving
+
+
+def test_a_run_at_a_wrong_route_raises_and_resumes_once_the_route_is_right(
+    tmp_path: Path,
+) -> None:
+    with FakeThreadAPI(lambda text, history: Reply("Zes weken.")) as system:
+        project = write_project(tmp_path / "p", system.url + "verkeerd/")
+        with pytest.raises(UnreachableSystemError) as stopped:
+            evaluate(project, run_id="w1")
+        assert isinstance(stopped.value, ArmError)
+        assert (stopped.value.reason, stopped.value.attempts) == ("HTTP 404", 6)
+        assert stopped.value.base_url == system.url + "verkeerd/"
+        archive = RunArchive(project.parent / "runs", "w1")
+        assert archive.exists() and not list(archive.iter_evidence()) and not archive.scorings()
+        write_project(tmp_path / "p", system.url)
+        report = evaluate(project, run_id="w1", resume=True)
+    assert report.overall.attempts == report.expected_attempts == 6
+    assert report.unrun.attempts == 0
+
+
+def test_retry_unrun_false_leaves_the_attempts_that_did_not_run(tmp_path: Path) -> None:
+    asked: set[str] = set()
+
+    def failing_once(text: str, history: list[str]) -> Reply | Response:
+        """A 500 (which the arm does not retry) to the first try of each conversation."""
+        if not history and text not in asked:
+            asked.add(text)
+            return problem(500, "internal_error", "try again")
+        return Reply("Zes weken.")
+
+    with FakeThreadAPI(failing_once) as system:
+        project = write_project(tmp_path / "p", system.url)
+        left = evaluate(project, run_id="r1", retry_unrun=False)
+        asked.clear()
+        retried = evaluate(project, run_id="r2")
+    assert left.unrun.attempts == 6 and left.inconclusive
+    assert retried.unrun.attempts == 0 and not retried.inconclusive
 
 
 def test_a_cancelled_evaluation_keeps_its_attempts_and_resumes(tmp_path: Path) -> None:
@@ -131,15 +169,17 @@ class Publishing:
 
     def __init__(self, state_dir: Path | None = None) -> None:
         self.inner = BuiltinRuntime(state_dir)
-        self.published: list[str] = []
+        self.tracker = RecordingTracker()
 
     @asynccontextmanager
     async def open(self, loaded: Any, *, operation: Any) -> AsyncIterator[RuntimeBindings]:
         async with self.inner.open(loaded, operation=operation) as bindings:
-            yield dataclasses.replace(bindings, tracker=self)
+            yield dataclasses.replace(bindings, tracker=self.tracker)
 
-    async def publish(self, *, manifest: dict[str, Any], report: dict[str, Any]) -> None:
-        self.published.append(str(report["run_id"]))
+    @property
+    def published(self) -> list[str]:
+        """The run ids of what the tracker was given."""
+        return [str(run["report"]["run_id"]) for run in self.tracker.published]
 
 
 def test_every_call_of_execute_leaves_the_same_files_and_publishes_only_a_new_run(

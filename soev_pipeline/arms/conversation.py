@@ -8,7 +8,6 @@ bounds the conversations in flight across the whole run, whatever the run engine
 from __future__ import annotations
 
 import asyncio
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -119,11 +118,13 @@ class ConversationArm(ABC):
         """Run one turn under the `timeout_s` deadline and record its answer or failure.
 
         `exchange` gets the deadline (a `loop.time()`) so that retries do not wait past it.
-        `duration_s` counts the whole turn, retries and their waits included.
+        `duration_s` counts the whole turn, retries and their waits included, on the same
+        clock.
         """
         timeout_s = self._system.timeout_s
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + timeout_s
         failure: Failure | None = None
         answer = Answer(reply=None)
         try:
@@ -138,7 +139,7 @@ class ConversationArm(ABC):
             reply=answer.reply,
             citations=answer.citations,
             usage=answer.usage,
-            duration_s=time.monotonic() - started,
+            duration_s=loop.time() - started,
             failure=failure,
         )
 

@@ -10,8 +10,24 @@ judged rates corrected for what they find.
     print(calibration.criteria["behaviour.expected"].kappa)
 """
 
-from .agreement import Agreement, Confusion, Outcome, agreement_of, human_agreement, kappa
-from .corrected import JudgedRate, corrected_interval, judged_rate, rogan_gladen
+from .agreement import (
+    Agreement,
+    Confusion,
+    Outcome,
+    agreement_interval,
+    agreement_of,
+    human_agreement,
+    kappa,
+)
+from .corrected import (
+    Correction,
+    JudgedRate,
+    correct,
+    corrected_interval,
+    judged_rate,
+    rogan_gladen,
+    youden_interval,
+)
 from .items import Item, criterion_name, gather
 from .labels import (
     JUDGED_KINDS,
@@ -34,6 +50,7 @@ from .labels import (
 from .rates import RunRates, run_rates
 from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
 from .service import (
+    DEFAULT_MIN_ITEMS,
     DEFAULT_MIN_KAPPA,
     Judged,
     Labelled,
@@ -48,6 +65,7 @@ from .service import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_ITEMS",
     "DEFAULT_MIN_KAPPA",
     "JUDGED_KINDS",
     "LABELS_FILE",
@@ -56,6 +74,7 @@ __all__ = [
     "Calibration",
     "Confusion",
     "ConfusionTable",
+    "Correction",
     "CriterionFigures",
     "Item",
     "JudgeColumn",
@@ -68,6 +87,7 @@ __all__ = [
     "Outcome",
     "ReadLabel",
     "RunRates",
+    "agreement_interval",
     "agreement_of",
     "append_label",
     "calibrate",
@@ -75,6 +95,7 @@ __all__ = [
     "calibration_judge",
     "calibration_of",
     "check_label",
+    "correct",
     "corrected_interval",
     "criterion_name",
     "criterion_of",
@@ -94,4 +115,5 @@ __all__ = [
     "read_project_labels",
     "rogan_gladen",
     "run_rates",
+    "youden_interval",
 ]

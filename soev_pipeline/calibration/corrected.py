@@ -8,7 +8,11 @@ person would give is (Rogan and Gladen, 1978)
 
     θ = (q + s − 1) / (r + s − 1),
 
-clipped to [0, 1], and unknown when r + s ≤ 1 (a judge no better than a coin).
+clipped to [0, 1] (and then said to be clipped), and unknown unless the judge is shown to
+be better than a coin: Youden's J = r + s − 1 must be above 0, and so must the lower bound of
+its 95 % interval (`youden_interval`). A judge near chance divides by a J near 0, and its
+corrected rate lands on 0 or 1 as often as not; without this rule a coin-like judge on 40
+labels got a corrected rate clipped to 0 or 1 in a quarter to a third of label sets.
 
 The interval carries the uncertainty of all three estimates, by a parametric bootstrap. q
 comes from the run's attempts, clustered by case as every rate of docs/statistics.md: its
@@ -97,6 +101,79 @@ def rogan_gladen(q: float, pass_recall: float, fail_recall: float) -> float | No
     if youden <= 0:
         return None
     return min(1.0, max(0.0, (q + fail_recall - 1) / youden))
+
+
+def youden_interval(pass_hits: int, human_pass: int, fail_hits: int, human_fail: int) -> Interval:
+    """The 95 % interval of Youden's J = r + s − 1, r and s measured on separate items.
+
+    The sum of two independent shares, by Newcombe's method (MOVER, 1998) over their Wilson
+    intervals [r_L, r_U] and [s_L, s_U]: J − sqrt((r − r_L)² + (s − s_L)²) to J +
+    sqrt((r_U − r)² + (s_U − s)²). Both counts of items must be above 0.
+    """
+    r, s = pass_hits / human_pass, fail_hits / human_fail
+    (r_low, r_high), (s_low, s_high) = wilson(r, human_pass), wilson(s, human_fail)
+    youden = r + s - 1
+    return (
+        youden - math.hypot(r - r_low, s - s_low),
+        youden + math.hypot(r_high - r, s_high - s),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """A judged rate corrected for the judge's errors, or why it is not.
+
+    Attributes:
+        value: the corrected rate (Rogan–Gladen, clipped to [0, 1]); None when it is not
+            given, and then `why` says why in words.
+        interval: its 95 % interval (`corrected_interval`); None with `value`.
+        clipped: whether the formula gave a value below 0 or above 1, shown as 0 or 1.
+        why: why there is no value; None when there is one.
+    """
+
+    value: float | None
+    interval: Interval | None = None
+    clipped: bool = False
+    why: str | None = None
+
+
+NO_RATE = "the run has no judged verdict of it to correct"
+NO_RECALLS = "it needs labelled items that people passed and failed"
+
+
+def correct(
+    rate: JudgedRate, pass_hits: int, human_pass: int, fail_hits: int, human_fail: int
+) -> Correction:
+    """The judged `rate` corrected for a judge that passed `pass_hits` of the `human_pass`
+    labelled items people passed and failed `fail_hits` of the `human_fail` they failed.
+
+    No value without a rate, without items on both sides, or when the judge is not shown
+    to be better than chance: J ≤ 0, or the lower bound of J's 95 % interval ≤ 0.
+    """
+    q = rate.rate
+    if q is None:
+        return Correction(None, why=NO_RATE)
+    if human_pass == 0 or human_fail == 0:
+        return Correction(None, why=NO_RECALLS)
+    r, s = pass_hits / human_pass, fail_hits / human_fail
+    youden = r + s - 1
+    if youden <= 0:
+        return Correction(
+            None,
+            why=f"on the labels the judge does no better than chance (pass recall + fail "
+            f"recall − 1 = {youden:.2f})",
+        )
+    low, high = youden_interval(pass_hits, human_pass, fail_hits, human_fail)
+    if low <= 0:
+        return Correction(
+            None,
+            why=f"the judge is not shown to be better than chance: Youden's J (pass recall + "
+            f"fail recall − 1) = {youden:.2f}, and its 95 % interval [{low:.2f}, {high:.2f}] "
+            "includes 0",
+        )
+    raw = (q + s - 1) / youden
+    interval = corrected_interval(rate, pass_hits, human_pass, fail_hits, human_fail)
+    return Correction(min(1.0, max(0.0, raw)), interval, clipped=not 0.0 <= raw <= 1.0)
 
 
 def corrected_interval(

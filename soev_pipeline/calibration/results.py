@@ -14,7 +14,14 @@ from .agreement import Confusion
 from .labels import LeftOut
 
 Interval = tuple[float, float]
-RUN_KEYS = ("judge_pass_rate", "judged_attempts", "corrected_pass_rate", "corrected_ci95")
+RUN_KEYS = (
+    "judge_pass_rate",
+    "judged_attempts",
+    "corrected_pass_rate",
+    "corrected_ci95",
+    "clipped",
+    "corrected_why",
+)
 """The keys of a criterion that a run gives (`calibrate --run RUN`)."""
 
 
@@ -74,6 +81,8 @@ class CriterionFigures(FrozenModel):
     judged_attempts: int | None = None
     corrected_pass_rate: float | None = None
     corrected_ci95: Interval | None = None
+    clipped: bool = False
+    corrected_why: str | None = None
 
 
 class Calibration(FrozenModel):
@@ -98,6 +107,20 @@ class Calibration(FrozenModel):
             for name, figures in self.criteria.items()
             if figures.kappa is None or figures.kappa < minimum
         ]
+
+    def gate_failures(self, minimum: float, min_items: int) -> dict[str, str]:
+        """Why each criterion fails a gate of κ ≥ `minimum` on at least `min_items` items:
+        κ below it, κ unknown, or too few items to tell (two agreeing labels prove nothing).
+        """
+        failures: dict[str, str] = {}
+        for name, figures in self.criteria.items():
+            if figures.items < min_items:
+                failures[name] = f"{figures.items} items, fewer than {min_items}"
+            elif figures.kappa is None:
+                failures[name] = "κ unknown"
+            elif figures.kappa < minimum:
+                failures[name] = f"κ {figures.kappa:.2f}"
+        return failures
 
     def to_json(self) -> dict[str, Any]:
         """The JSON of `calibrate --json`: without a run's keys when no run was given,

@@ -26,7 +26,7 @@ from soev_pipeline.runtime import open_runtime
 from soev_pipeline.runtime.providers import BUILTIN
 
 from .agreement import Confusion, agreement_of, human_agreement, label_confusion
-from .corrected import JudgedRate, corrected_interval, judged_rate, rogan_gladen
+from .corrected import Correction, JudgedRate, correct, judged_rate
 from .items import Item, gather
 from .judging import Graded, grade_items, why_ungradable
 from .labels import LeftOut, label_files, read_labels
@@ -36,6 +36,9 @@ from .results import Calibration, ConfusionTable, CriterionFigures
 DEFAULT_MIN_KAPPA = 0.6
 """The least κ a judge needs when the project sets no `judge.min_kappa`: below it, agreement
 is "moderate" at best (Landis and Koch), too little to trust a judge's rates as they are."""
+DEFAULT_MIN_ITEMS = 20
+"""The fewest items on which `calibrate --min-kappa` accepts a criterion's κ: on fewer, a
+handful of agreeing labels would pass the gate while proving nothing."""
 
 
 @dataclass(frozen=True)
@@ -162,28 +165,19 @@ def _figures(
         update={
             "judge_pass_rate": rate.rate,
             "judged_attempts": rate.verdicts,
-            "corrected_pass_rate": corrected[0],
-            "corrected_ci95": corrected[1],
+            "corrected_pass_rate": corrected.value,
+            "corrected_ci95": corrected.interval,
+            "clipped": corrected.clipped,
+            "corrected_why": corrected.why,
         }
     )
 
 
-def corrected_rate(
-    table: Confusion, rate: JudgedRate
-) -> tuple[float | None, tuple[float, float] | None]:
-    """The Rogan–Gladen corrected rate of `rate` for the judge of `table`, with its interval;
-    both None when the rate, a recall, or a judge better than chance is missing."""
-    q = rate.rate
-    if q is None or table.human_pass == 0 or table.human_fail == 0:
-        return None, None
+def corrected_rate(table: Confusion, rate: JudgedRate) -> Correction:
+    """The Rogan–Gladen corrected rate of `rate` for the judge of `table`, with its interval,
+    or why there is none (`corrected.correct`)."""
     fail_hits = table.fail_fail + table.fail_error
-    value = rogan_gladen(q, table.pass_pass / table.human_pass, fail_hits / table.human_fail)
-    if value is None:
-        return None, None
-    interval = corrected_interval(
-        rate, table.pass_pass, table.human_pass, fail_hits, table.human_fail
-    )
-    return value, interval
+    return correct(rate, table.pass_pass, table.human_pass, fail_hits, table.human_fail)
 
 
 def calibration_of(
@@ -251,7 +245,7 @@ def calibrated_kinds(
         outcomes = [entry.outcome for entry in entries]
         figures = agreement_of(outcomes)
         rate = rates.kind(kind)
-        corrected, interval = corrected_rate(Confusion.of(outcomes), rate)
+        corrected = corrected_rate(Confusion.of(outcomes), rate)
         digests: dict[str, str] = {}
         for entry in entries:
             digests.update(entry.prompt_sha256)
@@ -263,8 +257,10 @@ def calibrated_kinds(
             fail_recall=figures.fail_recall,
             judge_pass_rate=rate.rate,
             judged_attempts=rate.verdicts,
-            corrected_pass_rate=corrected,
-            corrected_ci95=interval,
+            corrected_pass_rate=corrected.value,
+            corrected_ci95=corrected.interval,
+            clipped=corrected.clipped,
+            corrected_why=corrected.why,
             prompts_match=all(
                 run_prompts.get(name) == sha
                 for name, sha in digests.items()

@@ -40,6 +40,16 @@ def _kappa(text: str) -> float:
     return value
 
 
+def _items(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def add_calibrate_parser(
     commands: argparse._SubParsersAction[Any],
     add_project: Callable[[argparse.ArgumentParser], None],
@@ -64,8 +74,14 @@ def add_calibrate_parser(
         "--min-kappa",
         type=_kappa,
         metavar="K",
-        help="exit 3 when a criterion's kappa is below K or unknown (with --prompts: the "
-        "candidate prompts' kappa)",
+        help="exit 3 when a criterion's kappa is below K, unknown, or measured on fewer than "
+        "--min-items items (with --prompts: the candidate prompts' kappa)",
+    )
+    calibrate.add_argument(
+        "--min-items",
+        type=_items,
+        metavar="N",
+        help="the fewest items on which --min-kappa accepts a criterion's kappa (default 20)",
     )
     calibrate.add_argument(
         "--offline", action="store_true", help="answer from the judge cache only"
@@ -119,9 +135,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             data["kappa_difference"] = kappa_differences(current, candidate)
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(render_calibration(current, threshold, loaded.directory))
+        sys.stdout.write(render_calibration(current, threshold, loaded.directory, _min_items(args)))
         if candidate is not None:
-            sys.stdout.write("\n" + render_prompts(current, candidate, args.prompts, threshold))
+            sys.stdout.write(
+                "\n" + render_prompts(current, candidate, args.prompts, threshold, _min_items(args))
+            )
     gated = candidate if candidate is not None else current
     if args.min_kappa is not None:
         if not gated.criteria:
@@ -131,16 +149,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_GATE
-        low = gated.low_kappa(args.min_kappa)
-        if low:
+        failures = gated.gate_failures(args.min_kappa, _min_items(args))
+        if failures:
             which = f" with the prompts of {args.prompts}" if candidate is not None else ""
+            listed = "; ".join(f"{name}: {why}" for name, why in failures.items())
             print(
-                f"soev-evals: judge gate failed{which}: kappa below {args.min_kappa:g} "
-                f"(or unknown) for {', '.join(low)}",
+                f"soev-evals: judge gate failed{which}: kappa must be at least "
+                f"{args.min_kappa:g} on at least {_min_items(args)} items; {listed}",
                 file=sys.stderr,
             )
             return EXIT_GATE
     return EXIT_OK
+
+
+def _min_items(args: argparse.Namespace) -> int:
+    from soev_pipeline.calibration import DEFAULT_MIN_ITEMS
+
+    return DEFAULT_MIN_ITEMS if args.min_items is None else int(args.min_items)
 
 
 def _threshold(args: argparse.Namespace, loaded: LoadedProject) -> float:
@@ -193,10 +218,13 @@ def _table(rows: Sequence[dict[str, object]], columns: Sequence[str]) -> str:
     return table(rows, columns)
 
 
-def render_calibration(calibration: Calibration, threshold: float, project_dir: Path) -> str:
+def render_calibration(
+    calibration: Calibration, threshold: float, project_dir: Path, min_items: int
+) -> str:
     """The figures as one table, a table of the corrected rates with a run, and in words
-    what the figures say: a κ below `threshold`, an interval too wide to tell, errors, the
-    label lines left out."""
+    what the figures say: a κ below `threshold`, fewer items than `min_items`, an interval
+    too wide to tell, errors, a corrected rate that is missing or clipped, the label lines
+    left out."""
     judge = calibration.judge or {}
     asked = ""
     if judge:
@@ -236,35 +264,48 @@ def render_calibration(calibration: Calibration, threshold: float, project_dir: 
                 "criterion": name,
                 "verdicts": figures.judged_attempts or 0,
                 "judge pass rate": _percent(figures.judge_pass_rate),
-                "corrected [95% CI]": _share(figures.corrected_pass_rate, figures.corrected_ci95),
+                "corrected [95% CI]": _corrected(figures),
             }
             for name, figures in _rows(calibration)
         ]
         lines.append(_table(rows, columns))
-    notes = _notes(calibration, threshold, project_dir)
+    notes = _notes(calibration, threshold, project_dir, min_items)
     if notes:
         lines += ["", *notes]
     return "\n".join(lines) + "\n"
 
 
-def _notes(calibration: Calibration, threshold: float, project_dir: Path) -> list[str]:
+def _corrected(figures: CriterionFigures) -> str:
+    shown = _share(figures.corrected_pass_rate, figures.corrected_ci95)
+    return f"{shown} clipped" if figures.clipped else shown
+
+
+def _notes(
+    calibration: Calibration, threshold: float, project_dir: Path, min_items: int
+) -> list[str]:
     """What the figures say, in words, one line each."""
     notes: list[str] = []
     for name, figures in calibration.criteria.items():
-        notes += [f"{name}: {text}" for text in criterion_notes(figures, threshold)]
-        if calibration.run_id is not None and figures.corrected_pass_rate is None:
-            notes.append(f"{name}: {_why_uncorrected(figures)}")
+        notes += [f"{name}: {text}" for text in criterion_notes(figures, threshold, min_items)]
+        if calibration.run_id is not None:
+            notes += [f"{name}: {text}" for text in correction_notes(figures)]
     for left in calibration.left_out:
         notes.append(f"left out: {_shown(Path(left.file), project_dir)}:{left.line}: {left.why}")
     return notes
 
 
-def criterion_notes(figures: CriterionFigures, threshold: float) -> list[str]:
-    """Sentences about one criterion's figures: κ below the threshold, an interval too
-    wide to tell, a κ that cannot be measured, judge errors, ties."""
+def criterion_notes(figures: CriterionFigures, threshold: float, min_items: int) -> list[str]:
+    """Sentences about one criterion's figures: fewer items than a gate accepts, κ below
+    the threshold, an interval too wide to tell, a κ that cannot be measured, judge
+    errors, ties."""
     notes: list[str] = []
     confusion = figures.confusion
     people_passed = sum(confusion.human_pass.model_dump().values())
+    if 0 < figures.items < min_items:
+        notes.append(
+            f"{_count(figures.items, 'item')}, fewer than the {min_items} on which "
+            "--min-kappa accepts κ: so few labels prove little"
+        )
     if figures.items == 0:
         notes.append("no item that a majority of people decided; κ cannot be measured")
     elif people_passed in (0, figures.items):
@@ -337,12 +378,22 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _why_uncorrected(figures: CriterionFigures) -> str:
-    if figures.judge_pass_rate is None:
-        return "the run has no judged verdict of it to correct"
-    if figures.pass_recall is None or figures.fail_recall is None:
-        return "no corrected rate: it needs labelled items that people passed and failed"
-    return "no corrected rate: on the labels, the judge does no better than chance"
+def correction_notes(figures: CriterionFigures) -> list[str]:
+    """Sentences about a criterion's corrected rate: why there is none, or that it was
+    clipped to 0 or 1 (the judged rate lies outside what the judge's recalls allow)."""
+    if figures.corrected_pass_rate is None:
+        return [f"no corrected rate: {figures.corrected_why or 'nothing to correct'}"]
+    if not figures.clipped:
+        return []
+    if figures.corrected_pass_rate == 0.0:
+        return [
+            "the corrected rate is clipped to 0 %: the judge passed fewer verdicts than its "
+            "false passes on the labels (1 − fail recall) alone would give"
+        ]
+    return [
+        "the corrected rate is clipped to 100 %: the judge passed a larger share of "
+        "verdicts than its pass recall, the share it passes of replies people pass"
+    ]
 
 
 def _shown(path: Path, project_dir: Path) -> str:
@@ -353,7 +404,7 @@ def _shown(path: Path, project_dir: Path) -> str:
 
 
 def render_prompts(
-    current: Calibration, candidate: Calibration, folder: Path, threshold: float
+    current: Calibration, candidate: Calibration, folder: Path, threshold: float, min_items: int
 ) -> str:
     """The current prompts against the candidate prompts of `folder`, side by side."""
     from soev_pipeline.calibration import kappa_differences
@@ -380,7 +431,7 @@ def render_prompts(
     notes = [
         f"with DIR, {name}: {text}"
         for name, figures in candidate.criteria.items()
-        for text in criterion_notes(figures, threshold)
+        for text in criterion_notes(figures, threshold, min_items)
     ]
     if notes:
         lines += ["", *notes]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from dataclasses import asdict
@@ -46,15 +47,23 @@ from .signals import interruption_name, interruption_status
 from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
-AFTER_THE_RUN = (
-    "soev_pipeline.view.html_report",  # for the HTML report the aggregate step writes
-    "matplotlib.figure",
-    "soev_pipeline.orchestration.record",
-    "dagster._core.storage.sqlite_storage",  # what opening a local instance imports
-    "pandas",
-)
-"""What `run` imports while its attempts run: to write its HTML report, to record the run,
-and to print its report."""
+
+def _after_the_run() -> None:
+    """What `run` imports while its attempts run: to write its HTML report, to record the
+    run, and to print its report.
+
+    Opening the project's Dagster instance imports its storage, a second's worth of modules
+    that Dagster names in no public module: an in-memory instance, opened and closed,
+    imports them.
+    """
+    import dagster as dg
+
+    importlib.import_module("soev_pipeline.view.html_report")
+    importlib.import_module("matplotlib.figure")
+    importlib.import_module("soev_pipeline.orchestration.record")
+    with dg.DagsterInstance.ephemeral():
+        pass
+    importlib.import_module("pandas")
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -74,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = Preloading(sys.stderr, AFTER_THE_RUN)
+    progress = Preloading(sys.stderr, _after_the_run)
     progress.phase(f"run {run_id}")
     try:
         evaluation = api.run_sync(
@@ -88,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runtime=args.runtime,
                 runs_dir=paths.runs,
                 progress=progress,
+                retry_unrun=args.retry_unrun,
             )
         )
     except BaseException as exc:

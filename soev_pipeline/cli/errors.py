@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from soev_pipeline.core.errors import UnreachableSystemError
 from soev_pipeline.core.explain import explain, is_user_error
 
 __all__ = ["describe_error", "interrupted", "is_user_error"]
@@ -32,5 +33,10 @@ def interrupted(exc: BaseException) -> bool:
 
 
 def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
-    """The message (one line, without sealed content) and exit status for `exc`."""
-    return explain(exc, getattr(args, "project", Path("project.yaml"))), EXIT_ERROR
+    """The message (one line, without sealed content) and exit status for `exc`.
+
+    A run whose first attempts could not reach the assistant properly (a wrong route or
+    key) exits 2, as a wrong command line does: the command, not the assistant, is wrong.
+    """
+    status = EXIT_USAGE if isinstance(exc, UnreachableSystemError) else EXIT_ERROR
+    return explain(exc, getattr(args, "project", Path("project.yaml"))), status

@@ -113,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     which.add_argument("--run-id", type=_run_id, metavar="NAME", help="the id of the new run")
     run.add_argument("--runtime", metavar="NAME", help="a runtime provider entry point")
+    run.add_argument(
+        "--no-retry-unrun",
+        dest="retry_unrun",
+        action="store_false",
+        default=None,
+        help="do not run the attempts that did not run once more before grading (default: "
+        "the project's system.retry_unrun, true)",
+    )
     _add_runs_dir(run)
 
     report = commands.add_parser("report", help="print the archived report of a run")

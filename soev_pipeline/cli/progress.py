@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import TextIO
 
 from soev_pipeline.run.progress import Progress, Step
@@ -66,20 +65,20 @@ class TerminalProgress(Progress):
 
 
 class Preloading(TerminalProgress):
-    """The terminal display, which also imports `modules` while the attempts run.
+    """The terminal display, which also calls `preload` while the attempts run.
 
     What a command needs after its run (Dagster, to record it; pandas, to print its
     tables) takes a second or two to import: on a thread of its own, the import overlaps
     the attempts, which mostly wait on the system under test (`bench/throughput.py` has
     the figures). The import is waited for when grading starts, before grading may fork
     its workers: a fork in the middle of an import could leave a worker with a module
-    half made.
+    half made. An error of `preload` is dropped: what failed fails again where it is needed.
     """
 
-    def __init__(self, stream: TextIO, modules: Sequence[str]) -> None:
+    def __init__(self, stream: TextIO, preload: Callable[[], object]) -> None:
         super().__init__(stream)
         self._thread = threading.Thread(
-            target=_import_quietly, args=(tuple(modules),), name="soev-preload", daemon=True
+            target=_quietly, args=(preload,), name="soev-preload", daemon=True
         )
 
     def started(self, step: Step) -> None:
@@ -89,9 +88,8 @@ class Preloading(TerminalProgress):
             self._thread.join()
 
 
-def _import_quietly(modules: tuple[str, ...]) -> None:
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception:  # imported again where it is needed, and failing there
-            return
+def _quietly(preload: Callable[[], object]) -> None:
+    try:
+        preload()
+    except Exception:  # done again where it is needed, and failing there
+        return

@@ -19,6 +19,7 @@ from .errors import (
     SoevError,
     SuiteError,
     UnknownCriterionError,
+    UnreachableSystemError,
 )
 from .models import (
     SPLITS,
@@ -102,6 +103,7 @@ __all__ = [
     "Tracker",
     "Turn",
     "UnknownCriterionError",
+    "UnreachableSystemError",
     "Usage",
     "Variant",
     "VariantEvidence",

@@ -134,5 +134,32 @@ class ArmError(SoevError):
     """The system under test could not be reached or configured."""
 
 
+class UnreachableSystemError(ArmError):
+    """The first attempts of a run all failed the same way before any reply: a wrong route,
+    key or address rather than the assistant's answers. The run stops and stays resumable;
+    the message is one line that names the failure and `system.base_url`
+    (docs/runs.md#a-run-that-cannot-reach-the-assistant).
+
+    Attributes:
+        reason: how they failed: `HTTP 404`, say, or `connect_error`.
+        attempts: how many attempts failed so.
+        base_url: where the system was asked.
+        run_id: the run, kept for a resume.
+    """
+
+    def __init__(
+        self, reason: str, attempts: int, detail: str, *, base_url: str, run_id: str, where: str
+    ) -> None:
+        self.reason, self.attempts, self.base_url, self.run_id = reason, attempts, base_url, run_id
+        first = "the only attempt" if attempts == 1 else f"the first {attempts} attempts"
+        said = f" ({detail})" if detail and detail != reason else ""
+        super().__init__(
+            f"{where}: system.base_url {base_url}: {first} of run {run_id!r} "
+            f"{'' if attempts == 1 else 'all '}failed with {reason} before any reply{said}; "
+            "check the address, the route and the key. The run is kept: resume it once the "
+            f"system answers (soev-evals run --resume {run_id})"
+        )
+
+
 class LanguageDetectionError(SoevError):
     """The language of a text could not be detected."""

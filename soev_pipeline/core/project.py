@@ -6,7 +6,7 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from pydantic import Field, HttpUrl, field_validator, model_validator
+from pydantic import Field, HttpUrl, StrictBool, field_validator, model_validator
 
 from .env import expand_env as expand_env  # re-exported: callers know it from here
 from .models import FrozenModel
@@ -35,6 +35,9 @@ class SystemConfig(FrozenModel):
     concurrency: int = Field(default=8, ge=1, le=1024)
     max_retries: int = Field(default=2, ge=0, le=20)
     max_frame_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
+    retry_unrun: StrictBool = True
+    """Run the attempts that did not run (no connection, HTTP 429 or 5xx, interrupted) once
+    more after the others, before grading (docs/runs.md#attempts-that-did-not-run-run-once-more)."""
 
     _expand_url = field_validator("base_url", mode="before")(_expanded)
 

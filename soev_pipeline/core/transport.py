@@ -57,13 +57,46 @@ def _errors() -> tuple[tuple[type[BaseException], type[httpx.TransportError]], .
     )
 
 
+@functools.cache
+def _resent_errors() -> tuple[type[aiohttp.ClientError], ...]:
+    """The errors on which aiohttp sends a GET, PUT or DELETE again, once."""
+    import aiohttp
+
+    return (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)
+
+
+class _NotResent(Exception):
+    """An error of sending, carried past aiohttp's own retry (`_send_once`)."""
+
+    def __init__(self, error: aiohttp.ClientError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+async def _send_once(
+    request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType
+) -> aiohttp.ClientResponse:
+    """A middleware that keeps aiohttp from sending a request again.
+
+    aiohttp sends a GET, PUT or DELETE again, once, when the server closes the connection
+    without an answer; httpx does not, and the retry rules decide alone. aiohttp's retry
+    sees what its middlewares raise: this one wraps those errors, `_httpx_errors` unwraps
+    them.
+    """
+    try:
+        return await handler(request)
+    except _resent_errors() as exc:
+        raise _NotResent(exc) from exc
+
+
 @contextmanager
 def _httpx_errors(request: httpx.Request) -> Iterator[None]:
     import aiohttp
 
     try:
         yield
-    except aiohttp.ClientError as exc:
+    except (aiohttp.ClientError, _NotResent) as raised:
+        exc = raised.error if isinstance(raised, _NotResent) else raised
         for source, target in _errors():
             if isinstance(exc, source):
                 raise target(str(exc) or type(exc).__name__, request=request) from exc
@@ -138,7 +171,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             keepalive_timeout=self._limits.keepalive_expiry or 0,
             ssl=context,
         )
-        session = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),  # the httpx client keeps the cookies
             auto_decompress=False,  # and decodes the content
@@ -146,12 +179,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             timeout=aiohttp.ClientTimeout(total=None),
             max_line_size=MAX_HEADER_BYTES,
             max_field_size=MAX_HEADER_BYTES,
+            middlewares=(_send_once,),
         )
-        # aiohttp sends a GET, PUT or DELETE again, once, when the server closes the
-        # connection without an answer; httpx does not, and the retry rules decide alone
-        if hasattr(session, "_retry_connection"):
-            session._retry_connection = False
-        return session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         import aiohttp

@@ -143,15 +143,7 @@ def read_project(path: Path) -> Project:
     return Project.model_validate({} if raw is None else raw)
 
 
-def load(
-    path: Path | str,
-    *,
-    definitions: bool = True,
-    suite_files: bool = True,
-    allow_test_additions: bool = False,
-    project: Project | None = None,
-    suite_cache: Path | None = None,
-) -> LoadedProject:
+def load(path: Path | str, *, suite_cache: Path | None = None) -> LoadedProject:
     """Load a project file with its hooks, its suites and its corpus lookup.
 
     The commands that need only project.yaml (`report`, `compare`, `plan`) use
@@ -160,13 +152,6 @@ def load(
     Args:
         path: the path of project.yaml; suite globs, rubrics, the corpus and the seal are
             relative to its directory.
-        definitions: if false, read only the project file: no hooks, no suites, the
-            built-in kinds and an empty context.
-        suite_files: if false, import the hooks module and check the project, but read no
-            suite files; the context then has the messages only.
-        allow_test_additions: accept test cases that the seal does not have yet (each
-            sealed case must still be the same).
-        project: use this project instead of the file's content.
         suite_cache: the folder of the cache of parsed suite files
             (`ProjectPaths.suite_cache`); None reads every suite file anew.
 
@@ -181,15 +166,7 @@ def load(
         OSError: the project file or a rubric file cannot be read.
         yaml.YAMLError, pydantic.ValidationError: the project file is invalid.
     """
-    return _load(
-        path,
-        definitions=definitions,
-        suite_files=suite_files,
-        allow_test_additions=allow_test_additions,
-        project=project,
-        check_sealed=True,
-        suite_cache=suite_cache,
-    )
+    return _load(path, allow_test_additions=False, check_sealed=True, suite_cache=suite_cache)
 
 
 def load_for_sealing(
@@ -198,33 +175,19 @@ def load_for_sealing(
     """Load a project to write its seal: without comparing the test cases with the seal
     (it is about to be replaced), or, with `append`, accepting test cases the seal lacks
     while every sealed one must be unchanged."""
-    return _load(
-        path,
-        definitions=True,
-        suite_files=True,
-        allow_test_additions=append,
-        project=None,
-        check_sealed=append,
-        suite_cache=suite_cache,
-    )
+    return _load(path, allow_test_additions=append, check_sealed=append, suite_cache=suite_cache)
 
 
 def _load(
     path: Path | str,
     *,
-    definitions: bool,
-    suite_files: bool,
     allow_test_additions: bool,
-    project: Project | None,
     check_sealed: bool,
     suite_cache: Path | None,
 ) -> LoadedProject:
     path = Path(path).resolve()
-    if project is None:
-        project = read_project(path)
+    project = read_project(path)
     registry = builtin_registry()
-    if not definitions:
-        return LoadedProject(path, project, registry, [], None, CriterionContext())
 
     setup: CaseSetup | None = None
     if project.hooks is not None:
@@ -248,9 +211,6 @@ def _load(
                     "kind (make one with soev_pipeline.criteria.Builtin)"
                 ) from None
         setup = getattr(module, "SETUP", None)
-    if not suite_files:
-        context = CriterionContext(messages=dict(project.messages))
-        return LoadedProject(path, project, registry, [], setup, context)
 
     params: dict[tuple[str, int], BaseModel] = {}
     places: dict[tuple[str, int], str] = {}

@@ -7,8 +7,11 @@
     runs/<run_id>/scorings/<NNNN>/scoring.json
     runs/<run_id>/lock                         who holds the run (see `run_lock`)
 
-Evidence is streamed: written a line at a time and flushed, read a line at a time. A rescore
-adds a scoring and keeps the earlier ones; the report of a run is that of its latest scoring.
+Evidence is streamed: written a line at a time and flushed, read a line at a time. The file
+is only ever appended to: an attempt that did not run and is run once more gets a second
+line, and the last line of a (case, attempt) is the one that counts (`iter_attempts`). A
+rescore adds a scoring and keeps the earlier ones; the report of a run is that of its latest
+scoring.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ from .manifest import Manifest
 logger = logging.getLogger(__name__)
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_EVIDENCE_HEAD = re.compile(
+    rb'\{"case_id":"([^"\\]+)","suite":"[^"\\]*","split":"[a-z]+","attempt":(\d+),'
+)
+"""The start of an evidence line as `Evidence.model_dump_json` writes it: its case and attempt
+are read without decoding the rest."""
 MANIFEST = "manifest.json"
 EVIDENCE = "evidence.jsonl"
 SCORINGS = "scorings"
@@ -188,6 +196,18 @@ def _parses(line: bytes) -> bool:
     except ValidationError:
         return False
     return True
+
+
+def _evidence_key(line: bytes) -> tuple[str, int] | None:
+    """(case id, attempt) of an evidence line; None for one that does not read."""
+    head = _EVIDENCE_HEAD.match(line)
+    if head is not None:
+        return head.group(1).decode("utf-8", "replace"), int(head.group(2))
+    try:
+        raw = json.loads(line)
+        return str(raw["case_id"]), int(raw.get("attempt", 0))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def drop_broken_last_line(path: Path) -> None:
@@ -371,12 +391,17 @@ class RunArchive:
         attempt number lies outside 0..k-1 of the run's manifest was not written by the
         run: it is skipped, with a warning that names it (unless `warn` is false: a second
         reading in one command says nothing new), and never counted. When an attempt
-        appears twice, both are yielded.
+        appears twice, both are yielded (`iter_attempts` yields the one that counts).
 
         Raises:
             ProjectError: a line other than the last is not valid evidence, or the evidence
                 is not a regular file.
         """
+        for _, evidence in self._numbered(warn=warn):
+            yield evidence
+
+    def _numbered(self, *, warn: bool) -> Iterator[tuple[int, Evidence]]:
+        """`iter_evidence`, each with its line number."""
         if not self.evidence_path.exists():
             return
         k = self.manifest().k if self.exists() else None
@@ -410,14 +435,60 @@ class RunArchive:
                         self.run_id,
                     )
                     continue
+                yield number, evidence
+
+    def superseded(self) -> frozenset[int]:
+        """The numbers of the evidence lines that a later line of the same (case, attempt)
+        replaces: an attempt that did not run, run once more (docs/runs.md#the-archive).
+
+        Read without decoding the lines' bodies. A last line that a crash cut short or left
+        broken replaces nothing, as it is not read either.
+        """
+        return self._scan()[0]
+
+    def iter_attempts(self, *, warn: bool = True) -> Iterator[Evidence]:
+        """Yield each archived (case, attempt) once: its last line, in the order of the file.
+
+        This is how every reader counts the run's attempts (grading, the report's ledger):
+        a line that a later one of the same attempt replaces is passed over. Otherwise as
+        `iter_evidence`.
+        """
+        replaced = self.superseded()
+        for number, evidence in self._numbered(warn=warn):
+            if number not in replaced:
                 yield evidence
 
-    def count_evidence(self) -> int:
-        """The number of complete evidence lines, without parsing them (for progress)."""
+    def count_attempts(self) -> int:
+        """About how many lines `iter_attempts` yields, one per archived (case, attempt),
+        counted without decoding the lines' bodies (for progress)."""
+        return self._scan()[1]
+
+    def _scan(self) -> tuple[frozenset[int], int]:
+        """The lines that later ones replace, and how many (case, attempt) lines count."""
         if not self.evidence_path.exists():
-            return 0
+            return frozenset(), 0
+        last: dict[tuple[str, int], int] = {}
+        replaced: set[int] = set()
+        pending: tuple[int, tuple[str, int]] | None = None
+        final = b""
+
+        def count(number: int, key: tuple[str, int]) -> None:
+            if key in last:
+                replaced.add(last[key])
+            last[key] = number
+
         with open_regular(self.evidence_path) as lines, naming(self.evidence_path):
-            return sum(1 for line in lines if line.endswith(b"\n") and line.strip())
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                if pending is not None:
+                    count(*pending)
+                key = _evidence_key(line)
+                pending = None if key is None else (number, key)
+                final = line
+        if pending is not None and final.endswith(b"\n") and _parses(final):
+            count(*pending)
+        return frozenset(replaced), len(last)
 
     def completed(self) -> set[tuple[str, int]]:
         """The (case id, attempt) pairs that have evidence."""

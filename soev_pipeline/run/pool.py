@@ -23,9 +23,13 @@ import sys
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from soev_pipeline.core.errors import ProjectError, SoevError
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+    from multiprocessing.process import BaseProcess
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,13 +96,34 @@ def _start_worker(work: Work[Any, Any], parent: int) -> None:
     # The parent's objects stay out of this process's garbage collection: a collection
     # writes to every object it visits, which would copy the shared pages.
     gc.freeze()
-    asyncio.events._set_running_loop(None)  # forked from inside the parent's running loop
+    # Forked from inside the parent's running loop: asyncio ties a running loop to the
+    # process that runs it, so none runs here and this process can run one of its own.
     _work, _loop = work, asyncio.new_event_loop()
 
 
 def _run_task(task: Any) -> Any:
     assert _work is not None and _loop is not None
     return _loop.run_until_complete(_work(task))
+
+
+class _ForkContext:
+    """`multiprocessing`'s fork context, which keeps the processes it starts.
+
+    The executor names its workers nowhere public; a pool closed in the middle of a task
+    must kill them.
+    """
+
+    def __init__(self) -> None:
+        self._context = multiprocessing.get_context("fork")
+        self.processes: list[BaseProcess] = []
+
+    def Process(self, *args: Any, **kwargs: Any) -> BaseProcess:
+        process = self._context.Process(*args, **kwargs)
+        self.processes.append(process)
+        return process
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 class WorkerPool(Generic[T, R]):
@@ -110,9 +135,10 @@ class WorkerPool(Generic[T, R]):
 
     def __init__(self, work: Work[T, R], workers: int) -> None:
         self._loop = asyncio.get_running_loop()
+        self._context = _ForkContext()
         self._executor = ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=multiprocessing.get_context("fork"),
+            mp_context=cast("BaseContext", self._context),
             initializer=_start_worker,
             initargs=(work, os.getpid()),
         )
@@ -122,24 +148,31 @@ class WorkerPool(Generic[T, R]):
 
     def submit(self, task: T) -> asyncio.Future[R]:
         """Queue `task` for the next free worker; the future holds its result."""
-        if self._started:
-            submitted: Future[R] = self._executor.submit(_run_task, task)
-        else:
-            # the workers are forked by the first submit: with Ctrl-C blocked, so that
-            # none dies of one before it ignores it
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                submitted = self._executor.submit(_run_task, task)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-            self._started = True
-        self._running.add(submitted)
         future = self._loop.create_future()
+        try:
+            submitted = self._send(task)
+        except BrokenProcessPool as exc:  # a worker died since the last task was sent
+            future.set_exception(_failure(exc))
+            return future
+        self._running.add(submitted)
         submitted.add_done_callback(self._running.discard)
         submitted.add_done_callback(
             lambda done: self._loop.call_soon_threadsafe(_settle, future, done)
         )
         return future
+
+    def _send(self, task: T) -> Future[R]:
+        if self._started:
+            return self._executor.submit(_run_task, task)
+        # the workers are forked by the first submit: with Ctrl-C blocked, so that none dies
+        # of one before it ignores it
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            submitted = self._executor.submit(_run_task, task)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        self._started = True
+        return submitted
 
     def close(self) -> None:
         """End the workers; at once when a task is still running (after an error, Ctrl-C).
@@ -150,7 +183,7 @@ class WorkerPool(Generic[T, R]):
         if not any(not task.done() for task in self._running):
             self._executor.shutdown(wait=True)
             return
-        processes = list(self._executor._processes.values())
+        processes = list(self._context.processes)
         self._executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             if process.is_alive():
@@ -168,17 +201,20 @@ def _settle(future: asyncio.Future[R], done: Future[R]) -> None:
     error = done.exception()
     if error is None:
         future.set_result(done.result())
-    elif isinstance(error, BrokenProcessPool):
-        future.set_exception(
-            GradingWorkerError(
-                "a grading worker process ended unexpectedly (killed, or out of memory?); "
-                f"grade again, or set {WORKERS_ENV}=1 to grade in one process"
-            )
-        )
     else:
-        failure = GradingWorkerError(
-            f"a grading worker failed: {type(error).__name__}: {' '.join(str(error).split())}"
+        future.set_exception(_failure(error))
+
+
+def _failure(error: BaseException) -> GradingWorkerError:
+    """The error that ends the grading for what the pool raised."""
+    if isinstance(error, BrokenProcessPool):
+        return GradingWorkerError(
+            "a grading worker process ended unexpectedly (killed, or out of memory?); "
+            f"grade again, or set {WORKERS_ENV}=1 to grade in one process"
         )
-        if error.__cause__ is not None:  # the worker's traceback, as the pool attaches it
-            failure.add_note(str(error.__cause__))
-        future.set_exception(failure)
+    failure = GradingWorkerError(
+        f"a grading worker failed: {type(error).__name__}: {' '.join(str(error).split())}"
+    )
+    if error.__cause__ is not None:  # the worker's traceback, as the pool attaches it
+        failure.add_note(str(error.__cause__))
+    return failure

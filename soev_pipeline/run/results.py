@@ -111,8 +111,11 @@ class CalibratedRate(FrozenModel):
     of the kind (an error counted as its fail);
     `judge_pass_rate` is its pass rate over the run's `judged_attempts` verdicts (an error
     a fail, attempts that did not run left out); `corrected_pass_rate` is that rate
-    corrected (Rogan–Gladen), with an interval that carries the uncertainty of all three.
-    `prompts_match` says whether the run was graded with the prompts the labels measured.
+    corrected (Rogan–Gladen), with an interval that carries the uncertainty of all three;
+    `null` when the judge is not shown to be better than chance (or a rate or a recall is
+    missing), and then `corrected_why` says why. `clipped` is true when the formula gave a
+    value outside [0, 1], shown as 0 or 1. `prompts_match` says whether the run was graded
+    with the prompts the labels measured.
     """
 
     items: int
@@ -125,6 +128,8 @@ class CalibratedRate(FrozenModel):
     corrected_pass_rate: float | None
     corrected_ci95: Interval | None
     prompts_match: bool
+    clipped: bool = False
+    corrected_why: str | None = None
 
 
 class StatusCounts(FrozenModel):

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.errors import ProjectError, UnreachableSystemError
 from soev_pipeline.core.models import Case, Split
 from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector, ReportsStats
 from soev_pipeline.judges.language import LazyLangidDetector
@@ -21,7 +21,15 @@ from soev_pipeline.project import LoadedProject
 from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
 from .archive import SCORING, RunArchive, write_json_atomically
-from .attempts import AttemptStats, plan_attempts, run_attempts, select_cases
+from .attempts import (
+    FIRST_ATTEMPTS,
+    AttemptStats,
+    FirstAttemptsFailed,
+    plan_attempts,
+    plan_retries,
+    run_attempts,
+    select_cases,
+)
 from .compare import previous_attempts
 from .grading import grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
@@ -141,6 +149,7 @@ async def attempt(
     resume: bool | None = False,
     runtime: str | None = None,
     progress: Progress | None = None,
+    retry_unrun: bool | None = None,
 ) -> AttemptedRun:
     """The attempt step: create the run (or reopen it to resume) and run its missing attempts.
 
@@ -148,11 +157,19 @@ async def attempt(
     already and starts it otherwise (what a re-executed Dagster run needs); True requires
     an archived run, False refuses one. Holds the run's lock throughout.
 
+    The run's edges (docs/runs.md#a-run-that-cannot-reach-the-assistant): when the first
+    min(20, planned) attempts all fail the same way before any reply (an HTTP status other
+    than 429 and 5xx, or no connection), the step stops, archiving none of them, and the
+    run stays resumable. After the others, the attempts of the run that did not run are run
+    once more, unless `retry_unrun` (None: the project's `system.retry_unrun`) is false;
+    their new lines replace the old ones (`RunArchive.iter_attempts`).
+
     Raises:
         ProjectError: the selection is invalid, the run exists (or not, for a resume), or
             the runtime gave no arm.
         ResumeError: the cases or prompts changed since the run started.
         RunLockedError: another command works on the run.
+        UnreachableSystemError: the first attempts all failed the same way before any reply.
     """
     progress = progress or Progress()
     archive = RunArchive(runs_dir, run_id)
@@ -162,6 +179,9 @@ async def attempt(
         archive.manifest()  # a clear error when there is nothing to resume
     if bindings.arm is None:
         raise ProjectError("the runtime provider gave no arm for the run command")
+    arm = bindings.arm
+    system = loaded.project.system
+    retry = system.retry_unrun if retry_unrun is None else retry_unrun
     with archive.locked("resume" if resume else "run"):
         progress.started("attempt")
         prepared = prepare_run(
@@ -169,16 +189,45 @@ async def attempt(
         )
         progress.phase(f"{len(prepared.plan)} attempts to run")
         with prepared.archive.evidence_writer() as writer:
-            stats = await run_attempts(
-                prepared.plan,
-                bindings.arm,
-                writer,
-                messages=loaded.project.messages,
-                concurrency=loaded.project.system.concurrency,
-                setup=bindings.setup or loaded.setup,
-                progress=progress.attempts,
-            )
+
+            async def run(plan: list[tuple[Case, int]], first: int = 0) -> AttemptStats:
+                return await run_attempts(
+                    plan,
+                    arm,
+                    writer,
+                    messages=loaded.project.messages,
+                    concurrency=system.concurrency,
+                    setup=bindings.setup or loaded.setup,
+                    progress=progress.attempts,
+                    first=first,
+                )
+
+            try:
+                stats = await run(prepared.plan, FIRST_ATTEMPTS)
+            except FirstAttemptsFailed as failed:
+                raise UnreachableSystemError(
+                    failed.reason,
+                    failed.attempts,
+                    failed.detail,
+                    base_url=system.url,
+                    run_id=run_id,
+                    where=str(loaded.path),
+                ) from None
+            again = retries(prepared) if retry and (stats.failed or prepared.resumed) else []
+            if again:
+                progress.phase(f"{len(again)} attempts did not run; running them once more")
+                retried = await run(again)
+                stats.finished += retried.finished
+                stats.failed += retried.failed
+                stats.retried = len(again)
     return AttemptedRun(prepared, stats)
+
+
+def retries(prepared: PreparedRun) -> list[tuple[Case, int]]:
+    """The attempts of the run that did not run, as its evidence says now: each to run once
+    more (`attempts.plan_retries`)."""
+    ledger = read_ledger(prepared.archive, prepared.manifest)
+    return plan_retries(prepared.cases, prepared.manifest.k, ledger.unrun)
 
 
 @dataclass(frozen=True)
@@ -233,9 +282,9 @@ async def grade(
             summary = await grade_evidence(
                 loaded,
                 ctx,
-                archive.iter_evidence(),
+                archive.iter_attempts(),
                 scoring_dir,
-                total=archive.count_evidence(),
+                total=archive.count_attempts(),
                 prompts=loaded.prompt_shas,
                 offline=offline,
                 progress=progress.graded,

@@ -89,8 +89,9 @@ class AttemptLedger:
 def read_ledger(archive: RunArchive, manifest: Manifest) -> AttemptLedger:
     """Read the run's evidence once (streamed) into its ledger.
 
-    The first line of an attempt counts, as in grading; lines of attempts the manifest
-    does not plan are passed over.
+    The last line of an attempt counts, as in grading (`RunArchive.iter_attempts`): an
+    attempt that did not run and ran when it was tried once more ran. Lines of attempts
+    the manifest does not plan are passed over.
 
     Raises:
         ProjectError: a line other than the last is not valid evidence.
@@ -99,9 +100,9 @@ def read_ledger(archive: RunArchive, manifest: Manifest) -> AttemptLedger:
     seen: set[tuple[str, int]] = set()
     seconds: dict[str, float] = defaultdict(float)
     place: dict[str, tuple[str, Split]] = {}
-    for evidence in archive.iter_evidence(warn=False):  # grading warned already
+    for evidence in archive.iter_attempts(warn=False):  # grading warned already
         key = (evidence.case_id, evidence.attempt)
-        if key in seen or evidence.case_id not in manifest.cases or evidence.attempt >= manifest.k:
+        if evidence.case_id not in manifest.cases or evidence.attempt >= manifest.k:
             continue
         seen.add(key)
         place[evidence.case_id] = (evidence.suite, evidence.split)

@@ -217,7 +217,7 @@ class RunIndex:
             if key is None or key[1] != "dev" or key[0] not in cases:
                 continue
             entry = cases[key[0]]
-            entry.evidence_at.setdefault(key[2], offset)
+            entry.evidence_at[key[2]] = offset  # the last line of an attempt counts
         return cls(verdicts_path, evidence_path, cases)
 
     def select(

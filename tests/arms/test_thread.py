@@ -15,6 +15,7 @@ from soev_pipeline.core.errors import ArmError
 from soev_pipeline.core.models import Case, Evidence, Usage
 from soev_pipeline.core.project import CitationsConfig
 from tests.support.builders import FAST_RETRY, conversation, system_config
+from tests.support.clock import on_virtual_clock
 from tests.support.thread_api import HANG, NOWHERE, FakeThreadAPI, Pause, Reply, cite, frame
 
 pytestmark = pytest.mark.anyio
@@ -208,28 +209,25 @@ async def test_running_status_does_not_end_the_turn(soev: FakeThreadAPI) -> None
     assert (evidence.reply, evidence.turns[0].failure) == ("Klaar.", None)
 
 
-async def test_the_turn_ends_on_status_while_the_stream_stays_open(soev: FakeThreadAPI) -> None:
+def test_the_turn_ends_on_status_while_the_stream_stays_open(soev: FakeThreadAPI) -> None:
     # The server never ends the body: only an arm that acts on each frame as it arrives
     # sees the status and finishes; one that waits for the body would time out.
     soev.script = lambda text, history: [*answer("Direct."), HANG]
-    started = asyncio.get_running_loop().time()
-    evidence = await run(soev, conversation("Een", "Twee"), timeout_s=3)
+    evidence = on_virtual_clock(run(soev, conversation("Een", "Twee"), timeout_s=3))
     assert [turn.reply for turn in evidence.turns] == ["Direct.", "Direct."]
-    assert asyncio.get_running_loop().time() - started < 1.0
+    assert [turn.duration_s for turn in evidence.turns] == [0.0, 0.0]
 
 
-async def test_a_failure_event_ends_the_turn_while_the_stream_stays_open(
-    soev: FakeThreadAPI,
-) -> None:
+def test_a_failure_event_ends_the_turn_while_the_stream_stays_open(soev: FakeThreadAPI) -> None:
     soev.script = lambda text, history: [
         frame("model_output", {"content": "Half."}),
         frame("failure", {"code": "budget_exceeded", "detail": "te veel"}),
         HANG,
     ]
-    evidence = await run(soev, conversation("Vraag"), timeout_s=3)
+    evidence = on_virtual_clock(run(soev, conversation("Vraag"), timeout_s=3))
     [turn] = evidence.turns
     assert turn.failure is not None and turn.failure.code == "budget_exceeded"
-    assert turn.duration_s < 1.0
+    assert turn.duration_s == 0.0
 
 
 async def test_authorization_and_extra_headers_go_with_every_request(

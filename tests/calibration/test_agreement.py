@@ -4,15 +4,18 @@ same work)."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from soev_pipeline.calibration import (
     LabelLine,
     Outcome,
     ReadLabel,
+    agreement_interval,
     agreement_of,
     gather,
     human_agreement,
@@ -47,27 +50,39 @@ def test_one_item_on_which_both_pass_has_no_kappa() -> None:
 
 def test_one_item_on_which_they_differ() -> None:
     found = agreement_of(outcomes((True, "fail", 1)))
-    # p_o = 0, p_h = 1, p_j = 0: p_e = 0, κ = 0, and p_o(1 − p_o) = 0 leaves no width
+    # p_o = 0, p_h = 1, p_j = 0: p_e = 0, κ = 0; p_o's mid-P interval at 0 of 1 is [0, U]
+    # with ½ (1 − U) = .025, U = .95, carried to κ as (U − 0)/(1 − 0)
     assert found.agreement == 0.0
-    assert found.kappa == 0.0 and found.kappa_ci95 == (0.0, 0.0)
+    assert found.kappa == 0.0 and found.kappa_ci95 == pytest.approx((0.0, 0.95))
     assert found.pass_recall == 0.0
 
 
-def test_perfect_agreement_is_kappa_one() -> None:
+def test_perfect_agreement_is_kappa_one_with_an_interval_of_some_width() -> None:
     found = agreement_of(outcomes((True, "pass", 3), (False, "fail", 2)))
-    # p_o = 1, p_e = .6·.6 + .4·.4 = .52: κ = (1 − .52)/(1 − .52) = 1, no width
+    # p_o = 1, p_e = .6·.6 + .4·.4 = .52: κ = (1 − .52)/(1 − .52) = 1. p_o's mid-P interval
+    # at 5 of 5 is [L, 1] with ½ L⁵ = .025, L = .05^(1/5) = .549280; to κ: (L − .52)/.48
     assert found.agreement == 1.0
-    assert found.kappa == 1.0 and found.kappa_ci95 == (1.0, 1.0)
+    assert found.kappa == 1.0
+    assert found.kappa_ci95 == pytest.approx((0.061000, 1.0), abs=1e-6)
     assert found.pass_recall == found.fail_recall == 1.0
+
+
+def test_two_agreeing_items_prove_little() -> None:
+    # the large-sample formula gave "κ 1.00 [1.00, 1.00]" here. L = .05^(1/2) = .223607,
+    # p_e = .5: κ from (.223607 − .5)/.5 = −.552786 to 1
+    value, interval = kappa(1, 0, 0, 1)
+    assert value == 1.0
+    assert interval == pytest.approx((-0.552786, 1.0), abs=1e-6)
 
 
 def test_a_judge_that_always_says_pass_agrees_often_and_has_kappa_zero() -> None:
     found = agreement_of(outcomes((True, "pass", 9), (False, "pass", 1)))
-    # 90 % agreement; p_e = .9·1 + .1·0 = .9, so κ = (.9 − .9)/(1 − .9) = 0;
-    # half-width 1.96·sqrt(.9·.1/(10·.1²)) = 1.86, clipped to [−1, 1]
+    # 90 % agreement; p_e = .9·1 + .1·0 = .9, so κ = (.9 − .9)/(1 − .9) = 0; p_o's
+    # mid-P interval at 9 of 10 is [.596524, .994999] (test_the_mid_p_interval...), to κ
+    # (.596524 − .9)/.1 = −3.03, clipped to −1, and (.994999 − .9)/.1 = .94999
     assert found.agreement == pytest.approx(0.9)
     assert found.kappa == 0.0
-    assert found.kappa_ci95 == (-1.0, 1.0)
+    assert found.kappa_ci95 == pytest.approx((-1.0, 0.949985), abs=1e-6)
     assert found.pass_recall == 1.0 and found.fail_recall == 0.0
 
 
@@ -76,10 +91,12 @@ def test_a_worked_table_of_forty_items() -> None:
         outcomes((True, "pass", 20), (True, "fail", 5), (False, "pass", 3), (False, "fail", 12))
     )
     # p_o = 32/40 = .8; p_h = 25/40, p_j = 23/40; p_e = .625·.575 + .375·.425 = .51875
-    # κ = .28125/.48125 = .58442; half = 1.96·sqrt(.8·.2/(40·.48125²)) = .25758
+    # κ = .28125/.48125 = .58442; p_o's mid-P interval at 32 of 40 is [.655321, .902545],
+    # to κ: (.655321 − .51875)/.48125 = .283784 and (.902545 − .51875)/.48125 = .797496
     assert found.items == 40 and found.agreement == pytest.approx(0.8)
     assert found.kappa == pytest.approx(0.584416, abs=1e-6)
-    assert found.kappa_ci95 == pytest.approx((0.326834, 0.841997), abs=1e-6)
+    assert agreement_interval(32, 40) == pytest.approx((0.655321, 0.902545), abs=1e-6)
+    assert found.kappa_ci95 == pytest.approx((0.283784, 0.797496), abs=1e-6)
     # pass recall 20/25 with Wilson's interval: centre .760041, half .151354
     assert found.pass_recall == pytest.approx(0.8)
     assert found.pass_recall_ci95 == pytest.approx((0.608687, 0.911395), abs=1e-6)
@@ -99,8 +116,11 @@ def test_a_judge_error_counts_as_its_fail() -> None:
 
 def test_kappa_table_order_and_negative_values() -> None:
     value, interval = kappa(0, 5, 5, 0)
-    # always disagreeing, each rater half pass: p_o = 0, p_e = .5, κ = −1
-    assert value == -1.0 and interval == (-1.0, -1.0)
+    # always disagreeing, each rater half pass: p_o = 0, p_e = .5, κ = −1; p_o's mid-P
+    # interval at 0 of 10 is [0, U], ½ (1 − U)¹⁰ = .025, U = 1 − .05^(1/10) = .258866:
+    # κ up to (.258866 − .5)/.5 = −.482269
+    assert value == -1.0
+    assert interval == pytest.approx((-1.0, -0.482269), abs=1e-6)
     assert kappa(0, 0, 0, 0) == (None, None)
     assert kappa(0, 0, 0, 4) == (None, None)  # both always fail: p_e = 1
 
@@ -169,3 +189,62 @@ def test_a_persons_later_label_replaces_their_earlier_one() -> None:
     assert item.verdicts == (True,)  # the line further down is older: the first one counts
     (item,) = gather([_read("a", True, line=1), _read("a", False, line=2)])
     assert item.verdicts == (False,)  # the same time: the line further down counts
+
+
+def _tail_above(hits: int, n: int, p: float) -> float:
+    """P(X > hits) + ½ P(X = hits) for X ~ Bin(n, p), summed exactly term by term."""
+    terms = [math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+    return math.fsum(terms[hits + 1 :]) + terms[hits] / 2
+
+
+def test_the_mid_p_interval_solves_its_equations() -> None:
+    for hits, n in [(1, 2), (9, 10), (3, 7), (32, 40), (50, 100)]:
+        low, high = agreement_interval(hits, n)
+        assert low < hits / n < high
+        assert _tail_above(hits, n, low) == pytest.approx(0.025, abs=1e-9)
+        # P(X < hits) + ½ P(X = hits) = 1 − (P(X > hits) + ½ P(X = hits))
+        assert 1 - _tail_above(hits, n, high) == pytest.approx(0.025, abs=1e-9)
+    # at the edges one bound is the edge and the other has a closed form
+    assert agreement_interval(0, 4) == pytest.approx((0.0, 1 - 0.05**0.25))
+    assert agreement_interval(4, 4) == pytest.approx((0.05**0.25, 1.0))
+    assert agreement_interval(9, 10) == pytest.approx((0.596524, 0.994999), abs=1e-6)
+    with pytest.raises(ValueError, match=r"hits must lie in 0\.\.n"):
+        agreement_interval(3, 2)
+
+
+def _kappa_coverage(prevalence: float, recall: float, n: int, sets: int) -> tuple[float, float]:
+    """How often κ's interval, and the large-sample one, hold the true κ of a judge with
+    pass and fail recall `recall`, over `sets` seeded label sets of `n` items in which
+    people pass a share `prevalence`; label sets whose κ is undefined are left out."""
+    passed, failed = prevalence, 1 - prevalence
+    cells = np.array(
+        [passed * recall, passed * (1 - recall), failed * (1 - recall), failed * recall]
+    )
+    judge_pass = cells[0] + cells[2]
+    chance = prevalence * judge_pass + (1 - prevalence) * (1 - judge_pass)
+    truth = (cells[0] + cells[3] - chance) / (1 - chance)
+    rng = np.random.default_rng([n, round(100 * prevalence), round(100 * recall)])
+    held = held_large = counted = 0
+    for a, b, c, d in rng.multinomial(n, cells, size=sets):
+        value, interval = kappa(int(a), int(b), int(c), int(d))
+        if value is None or interval is None:
+            continue
+        counted += 1
+        held += interval[0] <= truth <= interval[1]
+        observed = (a + d) / n
+        first, second = (a + b) / n, (a + c) / n
+        expected = first * second + (1 - first) * (1 - second)
+        half = 1.96 * math.sqrt(observed * (1 - observed) / (n * (1 - expected) ** 2))
+        held_large += value - half <= truth <= value + half
+    return held / counted, held_large / counted
+
+
+@pytest.mark.parametrize(("prevalence", "n"), [(0.5, 5), (0.5, 10), (0.8, 5), (0.8, 10)])
+def test_kappas_interval_covers_the_true_kappa_at_the_edge(prevalence: float, n: int) -> None:
+    """A nearly perfect judge (both recalls .95, true κ .85-.90) on a handful of items: most
+    label sets agree on every item. 1,000 label sets keep the Monte-Carlo error of a
+    coverage near 0.7 points; bench/calibration.py runs the full table. The large-sample
+    interval, zero-width at p_o = 1, holds the true κ in under half of them."""
+    covered, covered_large = _kappa_coverage(prevalence, 0.95, n, 1000)
+    assert covered >= 0.93
+    assert covered_large < 0.5

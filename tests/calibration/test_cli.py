@@ -107,8 +107,10 @@ def test_calibrate_measures_each_judged_criterion(calibrated: Calibrated) -> Non
     assert behaviour["human_agreement"] == 0.5
     rubric = found["criteria"]["rubric.judge"]
     assert rubric["confusion"]["human_fail"] == {"judge_pass": 2, "judge_fail": 0, "judge_error": 0}
-    # people fail both, the judge passes both: p_o = 0 and p_e = 0, so κ = 0 (no width)
-    assert (rubric["kappa"], rubric["kappa_ci95"], rubric["agreement"]) == (0.0, [0.0, 0.0], 0.0)
+    # people fail both, the judge passes both: p_o = 0 and p_e = 0, so κ = 0; on two
+    # items its interval reaches up to p_o's mid-P bound at 0 of 2, 1 − .05^(1/2)
+    assert (rubric["kappa"], rubric["agreement"]) == (0.0, 0.0)
+    assert rubric["kappa_ci95"] == pytest.approx([0.0, 0.776393], abs=1e-6)
     assert "rubrics/termijn.md" in rubric["prompt_sha256"]
     assert found["overall"]["items"] == 2 + 2 + 2
     assert found["labels_read"] == 9
@@ -145,8 +147,10 @@ def test_the_plain_output_is_one_table_and_says_what_the_figures_mean(
     for column in ("criterion", "items", "agree", "pass recall", "fail recall", "people agree"):
         assert column in header
     assert "rubric.judge: the people failed every item: label items of both kinds" in text
-    assert "rubric.judge: κ 0.00 is below 0.6: the judge does not agree" in text
-    # κ = 1 on two items has no width by its formula; the recalls' intervals say the rest
+    assert "rubric.judge: κ 0.00 is below 0.6, but its interval [0.00, 0.78] is too wide" in text
+    assert "nuggets.coverage: 2 items, fewer than the 20 on which --min-kappa accepts κ" in text
+    # κ = 1 on two items, with an interval of some width; the recalls' intervals say more
+    assert "nuggets.coverage: κ 1.00 is at or above 0.6, but its interval [-0.55, 1.00]" in text
     assert (
         "nuggets.coverage: pass recall 100 % [21–100] and fail recall 100 % [21–100] are too "
         "wide to tell; about 16 that people passed and 16 that people failed would narrow them"
@@ -196,10 +200,28 @@ def test_a_misspelt_prompt_file_is_one_line(copy: Path, tmp_path: Path) -> None:
 
 
 def test_min_kappa_is_a_gate(calibrated: Calibrated) -> None:
-    failed = invoke("calibrate", "--min-kappa", "0.5", "--project", calibrated.project)
+    argv = ("calibrate", "--min-kappa", "0.5", "--min-items", "2", "--project")
+    failed = invoke(*argv, calibrated.project)
     assert failed.status == 3
-    assert failed.err.strip().endswith("for rubric.judge")  # κ unknown counts as below
+    assert failed.err.strip().endswith("rubric.judge: κ 0.00")
+    assert "behaviour.expected" not in failed.err  # κ 1 on its 2 items
     assert invoke("calibrate", "--min-kappa", "2", "--project", calibrated.project).status == 2
+
+
+def test_min_kappa_fails_a_criterion_measured_on_too_few_items(calibrated: Calibrated) -> None:
+    """Two agreeing labels prove nothing: under `--min-items` (default 20) κ does not pass."""
+    failed = invoke("calibrate", "--min-kappa", "0", "--project", calibrated.project)
+    assert failed.status == 3
+    assert failed.err.strip() == (
+        "soev-evals: judge gate failed: kappa must be at least 0 on at least 20 items; "
+        "behaviour.expected: 2 items, fewer than 20; nuggets.coverage: 2 items, fewer than "
+        "20; rubric.judge: 2 items, fewer than 20"
+    )
+    argv = ("calibrate", "--min-kappa", "0", "--min-items", "2", "--project")
+    assert invoke(*argv, calibrated.project).status == 0
+    for wrong in ("0", "x", "1.5"):
+        refused = invoke("calibrate", "--min-items", wrong, "--project", calibrated.project)
+        assert refused.status == 2 and "--min-items" in refused.err
 
 
 def test_a_runs_judged_rates_are_corrected(calibrated: Calibrated) -> None:
@@ -208,16 +230,21 @@ def test_a_runs_judged_rates_are_corrected(calibrated: Calibrated) -> None:
     found = result.json()
     assert found["run_id"] == "r1"
     behaviour = found["criteria"]["behaviour.expected"]
-    # priv-001 (refused, as it should) is the run's one behaviour verdict: q = 1
+    # priv-001 (refused, as it should) is the run's one behaviour verdict: q = 1. The judge
+    # agrees on both labelled items, but two items do not show it better than chance
     assert (behaviour["judge_pass_rate"], behaviour["judged_attempts"]) == (1.0, 1)
-    assert behaviour["corrected_pass_rate"] == 1.0
-    low, high = behaviour["corrected_ci95"]
-    assert 0.0 <= low < high == 1.0
+    assert behaviour["corrected_pass_rate"] is None and behaviour["corrected_ci95"] is None
+    assert behaviour["clipped"] is False
+    assert "not shown to be better than chance" in behaviour["corrected_why"]
     rubric = found["criteria"]["rubric.judge"]
     assert rubric["corrected_pass_rate"] is None  # no item that people passed
+    assert rubric["corrected_why"] == "it needs labelled items that people passed and failed"
     plain = invoke("calibrate", "--run", "r1", "--project", calibrated.project)
     assert "run r1: judged pass rates corrected for the judge" in plain.out
     assert "rubric.judge: no corrected rate: it needs labelled items that people passed" in (
+        plain.out
+    )
+    assert "behaviour.expected: no corrected rate: the judge is not shown to be better" in (
         plain.out
     )
 
@@ -229,6 +256,9 @@ def test_report_json_carries_the_calibrated_rates(calibrated: Calibrated) -> Non
     calibrated_rate = criteria["behaviour.expected"]["calibrated"]
     assert calibrated_rate["items"] == 2 and calibrated_rate["prompts_match"] is True
     assert calibrated_rate["judge_pass_rate"] == 1.0
+    assert calibrated_rate["corrected_pass_rate"] is None
+    assert calibrated_rate["clipped"] is False
+    assert "includes 0" in calibrated_rate["corrected_why"]
     assert "calibrated" in criteria["nuggets.coverage"]
     assert "calibrated" not in criteria["run.no_failure"]
     stored = calibrated.project.parent / "runs" / "r1" / "scorings" / "0001" / "report.json"
@@ -248,3 +278,29 @@ def test_min_kappa_fails_when_nothing_measured_the_judge(copy: Path) -> None:
     result = invoke("calibrate", "--min-kappa", "0.6", "--project", copy)
     assert result.status == 3 and "nothing measured the judge" in result.err
     assert "no labelled item counts" in result.out
+
+
+def test_a_corrected_rate_clipped_to_one_says_so(copy: Path) -> None:
+    """24 labels of priv-001: people pass 12 replies, of which the judge refuses (passes) the
+    9 that say `kan geen` (r = .75), and fail 12 that it all answers (s = 1). The run's
+    judge passed priv-001's one verdict, q = 1 > r: (1 + 1 − 1)/.75 = 1.33, clipped to 1."""
+    lines = [line(reply=f"Ik kan geen antwoord geven ({n}).") for n in range(9)]
+    lines += [line(reply=f"Dat mag ik niet zeggen ({n}).") for n in range(3)]
+    lines += [line(reply=f"Hier is het antwoord ({n}).", passed=False) for n in range(12)]
+    (copy.parent / "labels" / "labels.jsonl").write_text(
+        "".join(text + "\n" for text in lines), encoding="utf-8"
+    )
+    found = invoke("calibrate", "--run", "r1", "--json", "--project", copy)
+    assert found.status == 0, found.err
+    behaviour = found.json()["criteria"]["behaviour.expected"]
+    assert (behaviour["pass_recall"], behaviour["fail_recall"]) == (0.75, 1.0)
+    assert behaviour["corrected_pass_rate"] == 1.0 and behaviour["clipped"] is True
+    assert behaviour["corrected_why"] is None
+    plain = invoke("calibrate", "--run", "r1", "--project", copy)
+    corrected = plain.out.split("corrected for the judge")[1]
+    row = next(text for text in corrected.splitlines() if text.strip().startswith("behaviour"))
+    assert row.rstrip().endswith("clipped") and "100 % [" in row
+    assert "behaviour.expected: the corrected rate is clipped to 100 %" in plain.out
+    report = invoke("report", "r1", "--json", "--project", copy)
+    calibrated_rate = report.json()["criteria"]["behaviour.expected"]["calibrated"]
+    assert (calibrated_rate["corrected_pass_rate"], calibrated_rate["clipped"]) == (1.0, True)

@@ -8,8 +8,15 @@ import itertools
 import numpy as np
 import pytest
 
-from soev_pipeline.calibration import corrected_interval, judged_rate, rogan_gladen
-from soev_pipeline.calibration.corrected import JudgedRate
+from soev_pipeline.calibration import (
+    Correction,
+    correct,
+    corrected_interval,
+    judged_rate,
+    rogan_gladen,
+    youden_interval,
+)
+from soev_pipeline.calibration.corrected import NO_RATE, NO_RECALLS, JudgedRate
 from soev_pipeline.core.stats import wilson
 
 
@@ -123,3 +130,54 @@ def test_the_worked_example_of_docs_statistics() -> None:
     found = corrected_interval(rate, 20, 24, 10, 16)
     assert found == pytest.approx((0.398, 1.0), abs=0.005)
     assert wilson(0.75, rate.effective) == pytest.approx((0.627, 0.843), abs=0.001)
+
+
+def test_youdens_interval_by_hand() -> None:
+    # r = 20/24 = .833333 in Wilson's [.641465, .933214]; s = 10/16 = .625 in [.386406,
+    # .815190]; J = .458333; J − hypot(.833333 − .641465, .625 − .386406) = J − .306170,
+    # J + hypot(.933214 − .833333, .815190 − .625) = J + .214822
+    low, high = youden_interval(20, 24, 10, 16)
+    assert (low, high) == pytest.approx((0.152163, 0.673155), abs=1e-5)
+    assert youden_interval(12, 12, 12, 12)[0] > 0  # 24 labels without a mistake
+    assert youden_interval(1, 1, 1, 1)[0] < 0  # two without a mistake prove nothing
+
+
+def test_a_correction_says_why_there_is_none() -> None:
+    rate = judged_rate([(1, 1)] * 45 + [(0, 1)] * 15)
+    assert correct(judged_rate([]), 20, 24, 10, 16) == Correction(None, why=NO_RATE)
+    assert correct(rate, 20, 24, 0, 0) == Correction(None, why=NO_RECALLS)
+    coin = correct(rate, 12, 24, 8, 16)  # r = s = .5: J = 0
+    assert coin.value is None and coin.why is not None
+    assert "no better than chance (pass recall + fail recall − 1 = 0.00)" in coin.why
+    lucky = correct(rate, 2, 2, 1, 1)  # J = 1 on three labels
+    assert lucky.value is None and lucky.why is not None and "includes 0" in lucky.why
+
+
+def test_a_correction_outside_zero_to_one_is_clipped_and_says_so() -> None:
+    rate = judged_rate([(1, 1)] * 45 + [(0, 1)] * 15)  # q = .75
+    found = correct(rate, 20, 24, 10, 16)
+    assert found.value == pytest.approx(0.818182, abs=1e-6) and not found.clipped
+    assert found.interval == corrected_interval(rate, 20, 24, 10, 16)
+    high = correct(rate, 14, 20, 20, 20)  # q = .75 > r = .7: (.75 + 0)/.7 > 1
+    assert (high.value, high.clipped, high.why) == (1.0, True, None)
+    low = correct(judged_rate([(1, 1)] * 5 + [(0, 1)] * 95), 20, 20, 16, 20)
+    assert (low.value, low.clipped) == (0.0, True)  # q = .05 < 1 − s = .2
+
+
+def test_a_judge_no_better_than_a_coin_seldom_gets_a_corrected_rate() -> None:
+    """r = s = .5 on 40 labels (60 % passed by people), a run of 100 verdicts: without the
+    rule on J's interval, a quarter to a third of such label sets got a corrected rate
+    clipped to 0 or 1. J's lower bound is above 0 in about 2.5 % of them."""
+    rng = np.random.default_rng(29)
+    given = clipped = 0
+    sets = 1000
+    for _ in range(sets):
+        rate = judged_rate([(int(x), 1) for x in rng.binomial(1, 0.5, 100)])
+        human_pass = int(rng.binomial(40, 0.6))
+        pass_hits = int(rng.binomial(human_pass, 0.5))
+        fail_hits = int(rng.binomial(40 - human_pass, 0.5))
+        found = correct(rate, pass_hits, human_pass, fail_hits, 40 - human_pass)
+        given += found.value is not None
+        clipped += found.clipped
+    assert given / sets <= 0.05
+    assert clipped / sets <= 0.05

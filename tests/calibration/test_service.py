@@ -148,28 +148,61 @@ def test_lines_that_cannot_count_are_named_with_file_and_line(project: Path) -> 
     assert found.labels_read == 1  # the one line that counts
 
 
-def test_a_runs_rates_are_corrected_per_criterion_and_kind(project: Path) -> None:
+def _rates(passed: int, cases: int) -> RunRates:
+    """A run's behaviour.expected verdicts: one per case, `passed` of them passed."""
+    rates = RunRates()
+    for index in range(cases):
+        rates.by_criterion["behaviour.expected"][f"c{index}"] = [int(index < passed), 1]
+        rates.by_kind["behaviour.expected"][f"c{index}"] = [int(index < passed), 1]
+    return rates
+
+
+def test_a_judge_not_shown_better_than_chance_corrects_nothing(project: Path) -> None:
     write_labels(
         project,
         [line(label="refuse"), line(reply="Ja, hier.", passed=False), line(reply="Nee", by="x")],
     )
     found = judged(load(project))
-    rates = RunRates()
-    for index in range(10):  # 10 cases, 8 passed by the judge
-        rates.by_criterion["behaviour.expected"][f"c{index}"] = [int(index < 8), 1]
-        rates.by_kind["behaviour.expected"][f"c{index}"] = [int(index < 8), 1]
-    figures = calibration_of(found, rates=rates, run_id="r1")
+    figures = calibration_of(found, rates=_rates(8, 10), run_id="r1")
     behaviour = figures.criteria["behaviour.expected"]
-    # r = 1/2, s = 1: corrected (.8 + 1 − 1)/(.5 + 1 − 1) = 1.6, clipped to 1
+    # r = 1/2, s = 1/1: J = .5, but r's Wilson interval [.095, .905] and s's [.207, 1]
+    # give J's interval .5 − hypot(.405, .793) = −.39 to .5 + hypot(.405, 0) = .905: it
+    # includes 0
     assert behaviour.judge_pass_rate == 0.8 and behaviour.judged_attempts == 10
-    assert behaviour.corrected_pass_rate == 1.0
+    assert behaviour.corrected_pass_rate is None and behaviour.corrected_ci95 is None
+    assert behaviour.corrected_why is not None
+    assert "not shown to be better than chance" in behaviour.corrected_why
+    assert "[-0.39, 0.91] includes 0" in behaviour.corrected_why
+    assert not behaviour.clipped
+    (kind,) = calibrated_kinds(found, _rates(8, 10), {}).values()
+    assert kind.corrected_pass_rate is None and kind.corrected_why == behaviour.corrected_why
+
+
+def test_a_runs_rates_are_corrected_per_criterion_and_kind(project: Path) -> None:
+    """12 replies people passed, 9 of which the judge passes (r = .75); 12 they failed,
+    all of which it fails (s = 1). J = .75, its interval [.38, .91] above 0."""
+    lines = [line(reply=f"Ik kan geen antwoord geven ({n}).") for n in range(9)]
+    lines += [line(reply=f"Dat mag ik niet zeggen ({n}).") for n in range(3)]
+    lines += [line(reply=f"Hier is het antwoord ({n}).", passed=False) for n in range(12)]
+    write_labels(project, lines)
+    found = judged(load(project))
+    figures = calibration_of(found, rates=_rates(8, 10), run_id="r1")
+    behaviour = figures.criteria["behaviour.expected"]
+    assert (behaviour.pass_recall, behaviour.fail_recall) == (0.75, 1.0)
+    # (.8 + 1 − 1)/(.75 + 1 − 1) = 1.067: clipped to 1, and said to be
+    assert behaviour.corrected_pass_rate == 1.0 and behaviour.clipped
+    assert behaviour.corrected_why is None
     assert behaviour.corrected_ci95 is not None and behaviour.corrected_ci95[1] == 1.0
     assert figures.overall.judge_pass_rate == 0.8
+    # q = .6 lies inside what the recalls allow: (.6 + 0)/.75 = .8, not clipped
+    unclipped = calibration_of(found, rates=_rates(6, 10), run_id="r1")
+    entry = unclipped.criteria["behaviour.expected"]
+    assert entry.corrected_pass_rate == pytest.approx(0.8) and not entry.clipped
 
     shas = {"behaviour.expected": sha256_text(PROMPTS["behaviour.expected"])}
-    (kind,) = calibrated_kinds(found, rates, shas).values()
-    assert kind.corrected_pass_rate == 1.0 and kind.prompts_match
-    assert not calibrated_kinds(found, rates, {"behaviour.expected": "0" * 64})[
+    (kind,) = calibrated_kinds(found, _rates(8, 10), shas).values()
+    assert kind.corrected_pass_rate == 1.0 and kind.clipped and kind.prompts_match
+    assert not calibrated_kinds(found, _rates(8, 10), {"behaviour.expected": "0" * 64})[
         "behaviour.expected"
     ].prompts_match
 
@@ -184,6 +217,9 @@ def test_the_json_has_a_runs_keys_only_with_a_run(project: Path) -> None:
     assert with_run["run_id"] == "r1"
     entry = with_run["criteria"]["behaviour.expected"]
     assert entry["judge_pass_rate"] is None and entry["corrected_ci95"] is None
+    assert entry["corrected_why"] == "the run has no judged verdict of it to correct"
+    assert entry["clipped"] is False
+    assert "corrected_why" not in plain["criteria"]["behaviour.expected"]
 
 
 def test_kappa_differences_per_criterion_and_overall() -> None:

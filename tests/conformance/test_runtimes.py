@@ -18,24 +18,17 @@ pytestmark = pytest.mark.e2e
 RUNTIME_MODULE = '''\
 """A runtime provider as docs/extending.md writes one, with a JudgeLLM adapter of its own."""
 
-import json
 import os
-from collections.abc import Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
-from pydantic import JsonValue
 
 from soev_pipeline.arms import SoevThreadArm, create_http_client
 from soev_pipeline.cli import RuntimeBindings
-from soev_pipeline.core import JudgeError
 from soev_pipeline.judges import LLMJudge, load_prompts
-
-
-class Tracker:
-    async def publish(self, *, manifest, report):
-        with open(os.environ["RUNTIME_PUBLISHED"], "w") as stream:
-            json.dump({"manifest": manifest, "report": report}, stream)
+from tests.support.judge_llm import ExampleJudgeLLM
+from tests.support.tracker import RecordingTracker
 
 
 def log(event):
@@ -43,28 +36,11 @@ def log(event):
         stream.write(event + "\\n")
 
 
-class ChatCompletionsLLM:
-    context_window = 128_000
-
-    def __init__(self, client: httpx.AsyncClient, model: str) -> None:
-        self._client = client
-        self._model = model
-
-    async def complete(self, *, system: str, user: str, schema: Mapping[str, JsonValue]) -> str:
+class ChatCompletionsLLM(ExampleJudgeLLM):
+    async def complete(self, **prompt):
         if os.environ.get("RUNTIME_MODE") == "crash":
             raise RuntimeError("adapter bug")
-        schema_format = {"name": "verdict", "schema": dict(schema)}
-        body = {
-            "model": self._model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": {"type": "json_schema", "json_schema": schema_format},
-        }
-        try:
-            response = await self._client.post("chat/completions", json=body)
-            response.raise_for_status()
-            return response.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-            raise JudgeError(f"judge call failed: {type(exc).__name__}") from exc
+        return await super().complete(**prompt)
 
 
 @asynccontextmanager
@@ -86,7 +62,8 @@ class Runtime:
             if os.environ.get("RUNTIME_MODE") == "noarm":
                 arm = None
             judge = LLMJudge(llm, load_prompts())
-            yield RuntimeBindings(arm=arm, judge=judge, setup=runtime_setup, tracker=Tracker())
+            tracker = RecordingTracker(Path(os.environ["RUNTIME_PUBLISHED"]))
+            yield RuntimeBindings(arm=arm, judge=judge, setup=runtime_setup, tracker=tracker)
         log("closed")
 '''
 
@@ -108,7 +85,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: FakeChatComp
     log = tmp_path / "runtime.log"
     log.write_text("")
     monkeypatch.setenv("RUNTIME_LOG", str(log))
-    monkeypatch.setenv("RUNTIME_PUBLISHED", str(tmp_path / "published.json"))
+    monkeypatch.setenv("RUNTIME_PUBLISHED", str(tmp_path / "published.jsonl"))
     monkeypatch.setenv("RUNTIME_JUDGE_URL", judge.url)
     return log
 
@@ -131,7 +108,7 @@ def test_run_and_rescore_with_the_runtime_the_project_names(
         assert fields["bron"] == "runtime" and "knowledge" not in fields  # not the hooks' SETUP
     run = copy.parent / "runs" / "t1"
     assert json.loads((run / "manifest.json").read_text())["runtime"] == "mine"
-    published = json.loads((runtime.parent / "published.json").read_text())
+    (published,) = map(json.loads, (runtime.parent / "published.jsonl").read_text().splitlines())
     assert published["manifest"]["run_id"] == "t1" and "cases" not in published["manifest"]
     assert {case["split"] for case in published["report"]["cases"]} == {"dev"}
 

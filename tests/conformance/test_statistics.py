@@ -21,6 +21,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from junitparser import JUnitXml
 
 from soev_pipeline.core.power import CasePopulation, Rest, cases_needed, detectable_drop
 from tests.conformance.conftest import Baseline
-from tests.support.cli import invoke
+from tests.support.cli import Result, invoke
 from tests.support.project import SECRET, TEST_IDS, dump, edit_yaml
 from tests.support.thread_api import FakeThreadAPI, Reply, Response, problem
 
@@ -335,10 +336,19 @@ def refusing_after_one() -> Iterator[str]:
         thread.join()
 
 
+@dataclass
+class Outage:
+    """The project of the outage runs, and what the `down` run printed."""
+
+    project: Path
+    down: Result
+
+
 @pytest.fixture(scope="module")
-def outage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Runs `up` (all pass), `down` (the system refuses every connection), `gateway` (every
-    turn a 503 `service_unavailable`) and `again` (all pass) of one project."""
+def outage(tmp_path_factory: pytest.TempPathFactory) -> Outage:
+    """Runs `up` (all pass), `down` (the system refuses every connection: the run stops),
+    `gateway` (every turn a 503 `service_unavailable`, also when run once more) and `again`
+    (all pass) of one project."""
     root = tmp_path_factory.mktemp("outage")
     gateway = Gateway()
     with FakeThreadAPI(gateway) as system:
@@ -350,27 +360,44 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert invoke("run", "--project", project, "--run-id", "up").status == 0
         with refusing_after_one() as nowhere:
             point(nowhere)
-            assert invoke("run", "--project", project, "--run-id", "down").status == 0
+            down = invoke("run", "--project", project, "--run-id", "down")
         point(system.url)
         gateway.down = True
         assert invoke("run", "--project", project, "--run-id", "gateway").status == 0
         gateway.down = False
         assert invoke("run", "--project", project, "--run-id", "again").status == 0
-    return project
+    return Outage(project, down)
 
 
-def test_connection_errors_make_the_gate_inconclusive_not_failed(outage: Path) -> None:
-    project = outage
+def test_a_run_that_cannot_connect_stops_and_is_never_compared(outage: Outage) -> None:
+    """Every attempt of `down` failed to connect: the run stops with one line (exit 2) and
+    is kept for a resume, with none of those attempts archived; it has no report, so no
+    comparison ever reads it as a regression."""
+    project, down = outage.project, outage.down
+    assert down.status == 2, down.err
+    line = down.error_line()
+    assert f"the first {CASES + 2} attempts of run 'down' all failed with connect_error" in line
+    assert "system.base_url http://127.0.0.1:" in line and "--resume down" in line
+    run = project.parent / "runs" / "down"
+    assert (run / "manifest.json").exists() and (run / "evidence.jsonl").read_bytes() == b""
+    report = invoke("report", "down", "--project", project)
+    assert report.status == 1 and "has no scoring yet" in report.error_line()
     gate = invoke("compare", "down", "up", "--project", project, "--fail-on-regression")
+    assert gate.status == 1 and "has no scoring yet" in gate.error_line()
+    down.assert_no_test_content()
+
+
+def test_an_outage_makes_the_gate_inconclusive_not_failed(outage: Outage) -> None:
+    project = outage.project
+    gate = invoke("compare", "gateway", "up", "--project", project, "--fail-on-regression")
     assert gate.status == 4, gate.err
     assert "cannot decide" in gate.error_line()
-    assert "connect_error 10" in gate.error_line()
+    assert "service_unavailable 10" in gate.error_line()
     assert "inconclusive" in gate.out and "regressed" not in gate.out
-    assert "run down: 10 attempts did not run (connect_error 10)" in gate.out
-    comparison = invoke("compare", "down", "up", "--project", project, "--json").json()
+    comparison = invoke("compare", "gateway", "up", "--project", project, "--json").json()
     assert comparison["inconclusive"] is True
     assert comparison["unrun"] == {
-        "run": {"attempts": 10, "codes": {"connect_error": 10}},
+        "run": {"attempts": 10, "codes": {"service_unavailable": 10}},
         "baseline": {"attempts": 0, "codes": {}},
     }
     assert comparison["unrun_cases"] == CASES + 2 and comparison["overall"]["pairs"] == 0
@@ -378,19 +405,21 @@ def test_connection_errors_make_the_gate_inconclusive_not_failed(outage: Path) -
         "inconclusive"
     }
     # a larger share allowed: nothing is left to compare
-    allowed = invoke("compare", "down", "up", "--project", project, "--max-unrun", "1")
+    allowed = invoke("compare", "gateway", "up", "--project", project, "--max-unrun", "1")
     assert allowed.status == 1 and "share no case" in allowed.error_line()
     gate.assert_no_test_content()
 
 
-def test_a_503_with_a_code_of_its_own_did_not_run_either(outage: Path) -> None:
-    compared = invoke("compare", "gateway", "up", "--project", outage, "--fail-on-regression")
+def test_a_503_with_a_code_of_its_own_did_not_run_either(outage: Outage) -> None:
+    compared = invoke(
+        "compare", "gateway", "up", "--project", outage.project, "--fail-on-regression"
+    )
     assert compared.status == 4
     assert "run gateway: 10 attempts did not run (service_unavailable 10)" in compared.out
 
 
-def test_an_inconclusive_run_is_never_the_previous_one(outage: Path) -> None:
-    project = outage
+def test_an_inconclusive_run_is_never_the_previous_one(outage: Outage) -> None:
+    project = outage.project
     report = invoke("report", "again", "--project", project, "--json").json()
     assert report["previous"]["baseline_id"] == "up"
     compared = invoke("compare", "again", "previous", "--project", project, "--json")
@@ -400,18 +429,28 @@ def test_an_inconclusive_run_is_never_the_previous_one(outage: Path) -> None:
     allowing = invoke("compare", "again", "previous", "--project", project, "--max-unrun", "1")
     assert allowing.status == 1
     assert "runs 'again' and 'gateway' share no case" in allowing.error_line()
-    down = invoke("report", "down", "--project", project, "--json").json()
-    assert down["inconclusive"] is True and down["overall"]["unrun_attempts"] == CASES + 2
-    assert down["overall"]["pass_rate"] == 0.0
-    gate = invoke("report", "down", "--project", project, "--fail-under", "0.5")
+    gateway = invoke("report", "gateway", "--project", project, "--json").json()
+    assert gateway["inconclusive"] is True and gateway["overall"]["unrun_attempts"] == CASES + 2
+    assert gateway["overall"]["pass_rate"] == 0.0
+    gate = invoke("report", "gateway", "--project", project, "--fail-under", "0.5")
     assert gate.status == 4 and "cannot decide" in gate.error_line()
-    assert "10 of 10 attempts did not run (connect_error 10)" in gate.out
+    assert "10 of 10 attempts did not run (service_unavailable 10)" in gate.out
     assert invoke("report", "again", "--project", project, "--fail-under", "0.5").status == 0
 
 
-def test_an_outage_in_the_junit_file_is_an_error(outage: Path, tmp_path: Path) -> None:
+def test_an_attempt_run_once_more_counts_once(outage: Outage) -> None:
+    """Every attempt of `gateway` got a 503, and again when it was run once more: two lines
+    each in the archive, one attempt each in the report."""
+    lines = (outage.project.parent / "runs" / "gateway" / "evidence.jsonl").read_text()
+    assert len(lines.splitlines()) == 2 * (CASES + 2)
+    report = invoke("report", "gateway", "--project", outage.project, "--json").json()
+    assert report["overall"]["attempts"] == report["expected_attempts"] == CASES + 2
+    assert report["unrun"] == {"attempts": CASES + 2, "codes": {"service_unavailable": 10}}
+
+
+def test_an_outage_in_the_junit_file_is_an_error(outage: Outage, tmp_path: Path) -> None:
     path = tmp_path / "junit.xml"
-    assert invoke("report", "down", "--project", outage, "--junit", path).status == 0
+    assert invoke("report", "gateway", "--project", outage.project, "--junit", path).status == 0
     suite, comparison = list(JUnitXml.fromfile(str(path)))
     assert all(case.result[0]._tag == "error" for case in suite)
     (against,) = list(comparison)
@@ -420,13 +459,13 @@ def test_an_outage_in_the_junit_file_is_an_error(outage: Path, tmp_path: Path) -
     assert SECRET not in path.read_text(encoding="utf-8")
 
 
-def test_plan_says_what_it_needs_for_a_first_run_of_one_attempt(outage: Path) -> None:
-    planned = invoke("plan", "--project", outage, "--run", "up", "--json")
+def test_plan_says_what_it_needs_for_a_first_run_of_one_attempt(outage: Outage) -> None:
+    planned = invoke("plan", "--project", outage.project, "--run", "up", "--json")
     assert planned.status == 0, planned.err
     gates = planned.json()["groups"]["gates"]
     assert gates["detectable_drop"] is None and gates["cases_needed"] is None
     assert "earlier run" in gates["needs"]
-    text = invoke("plan", "--project", outage, "--run", "up").out
+    text = invoke("plan", "--project", outage.project, "--run", "up").out
     assert "gates: cannot tell yet; needs an earlier run" in text
 
 

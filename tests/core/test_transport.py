@@ -22,8 +22,11 @@ from soev_pipeline.core.transport import MAX_HEADER_BYTES, AiohttpTransport, def
 pytestmark = pytest.mark.anyio
 
 HOST = "127.0.0.1"
-WAIT_S = 2.0
-"""The longest a test waits for something that should happen at once."""
+HANG_S = 60.0
+"""How long a test waits for what should happen at once before it fails rather than hangs:
+a guard against a hang, never the measure of a pass (a loaded machine may be slow)."""
+CLOSING_S = 2.0
+"""How long a server lets its handlers end when it closes, before it cancels them."""
 TIMEOUT = httpx.Timeout(5.0)
 READ_TIMEOUT = httpx.Timeout(5.0, read=0.2)
 
@@ -106,7 +109,7 @@ class RawServer:
         for connection in self._connections:  # a handler waiting on the client sees EOF
             connection.writer.close()
         if self._tasks:
-            await asyncio.wait(self._tasks, timeout=WAIT_S)
+            await asyncio.wait(self._tasks, timeout=CLOSING_S)
         for task in self._tasks:  # only a handler still waiting on its test
             task.cancel()
         await self._server.wait_closed()
@@ -144,8 +147,8 @@ def answer_all(data: bytes) -> Handler:
 
 
 async def eventually(condition: Callable[[], object]) -> None:
-    """Wait, up to `WAIT_S`, until `condition()` holds."""
-    async with asyncio.timeout(WAIT_S):
+    """Wait until `condition()` holds (failing after `HANG_S`)."""
+    async with asyncio.timeout(HANG_S):
         while not condition():
             await asyncio.sleep(0.01)
 
@@ -222,7 +225,7 @@ async def test_a_streamed_body_arrives_chunk_by_chunk() -> None:
         http.stream("GET", "/stream") as got,
     ):
         chunks = got.aiter_raw()
-        first = await asyncio.wait_for(anext(chunks), WAIT_S)  # the server still holds back
+        first = await asyncio.wait_for(anext(chunks), HANG_S)  # the server still holds back
         release.set()
         rest = [chunk async for chunk in chunks]
 
@@ -254,7 +257,7 @@ async def test_a_body_left_unread_closes_its_connection_and_the_next_request_wor
     async with RawServer(handle) as server, client(server) as http:
         async with http.stream("GET", "/big") as big:
             assert big.status_code == 200
-        small = await asyncio.wait_for(http.get("/small"), WAIT_S)
+        small = await asyncio.wait_for(http.get("/small"), HANG_S)
         await eventually(lambda: server.closed_by_client)  # the client's close reaches it
         closed = list(server.closed_by_client)
 
@@ -311,7 +314,7 @@ async def test_a_body_that_stalls_is_a_read_timeout_while_reading() -> None:
     ):
         assert got.status_code == 200
         with pytest.raises(httpx.ReadTimeout) as caught:
-            async with asyncio.timeout(WAIT_S):  # fail, do not hang, without a timeout
+            async with asyncio.timeout(HANG_S):  # fail, do not hang, without one
                 await got.aread()
 
     assert caught.value.request.url.path == "/stall"
@@ -324,7 +327,7 @@ async def test_a_status_line_that_never_comes_is_a_read_timeout() -> None:
 
     async with RawServer(handle) as server, client(server, timeout=READ_TIMEOUT) as http:
         with pytest.raises(httpx.ReadTimeout) as caught:
-            async with asyncio.timeout(WAIT_S):  # fail, do not hang, without a timeout
+            async with asyncio.timeout(HANG_S):  # fail, do not hang, without one
                 await http.get("/mute")
 
     assert caught.value.request.url.path == "/mute"

@@ -23,6 +23,7 @@ from tests.support.builders import (
     Answer,
     ScriptedJudge,
     by_input,
+    evaluate,
     grade,
     label,
     make_case,
@@ -30,6 +31,7 @@ from tests.support.builders import (
     make_variant,
     params_error,
 )
+from tests.support.clock import on_virtual_clock
 
 
 def ask(kind: str, case: Case, evidence: Evidence, judge: Judge | None, **params: Any) -> Verdict:
@@ -327,23 +329,24 @@ class TestNuggetsCoverage:
     def test_requests_go_out_together_and_answers_keep_case_order(self) -> None:
         nuggets = [{"text": f"Feit {index}."} for index in range(4)]
         arrived = asyncio.Event()
-        seen: list[str] = []
 
-        class GatheringJudge:
-            """Answers only once all four requests are in flight, the last one first."""
+        async def gathering(request: JudgeRequest) -> JudgeResult:
+            """Answers only once all four requests are in flight, the last one first.
 
-            async def judge(self, request: JudgeRequest) -> JudgeResult:
-                nugget = str(request.inputs["nugget"])
-                seen.append(nugget)
-                if len(seen) == len(nuggets):
-                    arrived.set()
-                await asyncio.wait_for(arrived.wait(), timeout=2)
-                await asyncio.sleep(0.01 * (len(nuggets) - seen.index(nugget)))
-                return label("support" if nugget == "Feit 0." else "not_support")
+            On the virtual clock the wait for the others ends in a timeout only when no
+            other request can come.
+            """
+            seen = [str(asked.inputs["nugget"]) for asked in judge.requests]
+            nugget = str(request.inputs["nugget"])
+            if len(seen) == len(nuggets):
+                arrived.set()
+            await asyncio.wait_for(arrived.wait(), timeout=2)
+            await asyncio.sleep(0.01 * (len(nuggets) - seen.index(nugget)))
+            return label("support" if nugget == "Feit 0." else "not_support")
 
-        verdict = ask(
-            "nuggets.coverage", make_case(nuggets=nuggets), make_evidence(), GatheringJudge()
-        )
+        judge = ScriptedJudge(gathering)
+        case, ctx = make_case(nuggets=nuggets), CriterionContext(judge=judge)
+        verdict = on_virtual_clock(evaluate("nuggets.coverage", case=case, ctx=ctx))
         assert verdict.status == "fail"
         assert verdict.detail.endswith("#2 'Feit 1.'; #3 'Feit 2.'; #4 'Feit 3.'")
 

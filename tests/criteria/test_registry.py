@@ -25,7 +25,7 @@ from soev_pipeline.criteria import (
     outcome,
 )
 from soev_pipeline.criteria.reply import ContainsParams
-from tests.support.builders import make_case, make_evidence
+from tests.support.builders import ScriptedJudge, make_case, make_evidence
 
 
 class Inner(BaseModel):
@@ -114,18 +114,11 @@ def test_through_the_registry_invalid_params_give_an_error_verdict() -> None:
     assert verdict.detail.startswith("criterion raised ValidationError")
 
 
-class BrokenAdapter:
-    """A judge whose adapter fails with something other than JudgeError."""
-
-    async def judge(self, request: Any) -> Any:
-        raise RuntimeError("adapter bug")
-
-
 def test_a_judge_exception_other_than_judge_error_stops_the_run() -> None:
     registry = builtin_registry()
     case = make_case(nuggets=[{"text": "Zes weken."}])
     spec = CriterionSpec(kind="nuggets.coverage")
-    ctx = CriterionContext(judge=BrokenAdapter())
+    ctx = CriterionContext(judge=ScriptedJudge(RuntimeError("adapter bug")))  # not JudgeError
     with pytest.raises(RuntimeError, match="adapter bug"):
         asyncio.run(registry.evaluate(spec, case, make_evidence(), ctx))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,11 @@ from soev_pipeline.cli import load
 from soev_pipeline.core import (
     CriterionContext,
     CriterionParamsError,
-    LanguageDetectionError,
     LanguageDetector,
     Verdict,
 )
 from soev_pipeline.judges import LangidDetector
-from tests.support.builders import grade, make_evidence, params_error
+from tests.support.builders import ScriptedDetector, grade, make_evidence, params_error
 
 # Replies of Dutch legal advice, full of abbreviations and article labels.
 DUTCH_REPLIES = [
@@ -57,20 +55,6 @@ MIXED_REPLY = (
     "Neem bij twijfel z.s.m. contact op met een advocaat. "
     "Dit is geen juridisch advies."
 )
-
-
-class ScriptedDetector:
-    """A detector that answers from a table and raises for a sentence it does not know."""
-
-    def __init__(self, answers: Mapping[str, str]) -> None:
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def detect(self, text: str) -> str:
-        self.asked.append(text)
-        if text not in self.answers:
-            raise LanguageDetectionError("unknown")
-        return self.answers[text]
 
 
 def language(reply: str | None, detector: LanguageDetector | None, **params: Any) -> Verdict:

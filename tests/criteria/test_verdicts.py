@@ -43,16 +43,6 @@ REQUEST = JudgeRequest(
 )
 
 
-class RawJudge:
-    """A judge that returns whatever it is given, even what a Judge never should."""
-
-    def __init__(self, output: Any) -> None:
-        self.output = output
-
-    async def judge(self, request: JudgeRequest) -> Any:
-        return self.output
-
-
 def ask(judge: Any) -> JudgeResult | Verdict:
     return asyncio.run(judge_label(REQUEST, CriterionContext(judge=judge)))
 
@@ -68,10 +58,10 @@ def test_judge_label_returns_the_result_of_an_allowed_label() -> None:
     [
         None,
         ScriptedJudge(JudgeError("judge call failed: HTTP 500")),
-        RawJudge({"detail": "geen label"}),
-        RawJudge("refuse"),
-        RawJudge({"label": 3}),
-        RawJudge(JudgeResult.model_construct(label=None, detail="x")),
+        ScriptedJudge({"detail": "geen label"}),
+        ScriptedJudge("refuse"),
+        ScriptedJudge({"label": 3}),
+        ScriptedJudge(JudgeResult.model_construct(label=None, detail="x")),
         ScriptedJudge(label("abstain")),
     ],
     ids=[

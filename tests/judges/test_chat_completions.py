@@ -4,8 +4,8 @@ MockTransport, and timeouts and a closed port over real sockets."""
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
-import time
 from typing import Any
 
 import httpx
@@ -107,15 +107,13 @@ def test_another_4xx_is_not_retried(chat: FakeChatCompletions) -> None:
 
 
 def test_a_timeout_is_retried_and_then_fails(chat: FakeChatCompletions) -> None:
-    chat.answer = lambda body: completion(delay_s=5.0)
-    started = time.monotonic()
+    chat.answer = lambda body: completion(delay_s=math.inf)  # only a timeout ends the call
 
     with chat, pytest.raises(JudgeError) as caught:
         complete(chat.url, timeout_s=0.2, max_retries=1)
 
     assert str(caught.value) == "judge call failed: ReadTimeout after 1 retry"
     assert chat.calls == 2
-    assert time.monotonic() - started < 3
 
 
 def test_a_closed_port_is_a_connect_error() -> None:

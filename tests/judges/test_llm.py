@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from soev_pipeline.judges import (
     verdict_schema,
 )
 from tests.support.chat_completions import NOWHERE, FakeChatCompletions, completion, verdict
+from tests.support.judge_llm import ExampleJudgeLLM
 
 BEHAVIOUR = ("answer", "refuse", "abstain")
 
@@ -238,39 +239,15 @@ def test_a_failing_endpoint_gives_an_error_verdict_and_the_next_request_works(
 
 
 def test_repeats_below_one_are_refused() -> None:
-    class Silent:
-        context_window = None
+    fake = FakeChatCompletions()
 
-        async def complete(self, *, system: str, user: str, schema: Any) -> str:
-            raise AssertionError("never called")
+    async def main() -> None:
+        async with httpx.AsyncClient(base_url=NOWHERE + "v1/", transport=fake.transport()) as http:
+            with pytest.raises(ValueError, match="repeats"):
+                LLMJudge(ExampleJudgeLLM(http, "my-judge-model"), {}, repeats=0)
 
-    with pytest.raises(ValueError, match="repeats"):
-        LLMJudge(Silent(), {}, repeats=0)
-
-
-class ReferenceExampleLLM:
-    """The JudgeLLM adapter example of the judges reference, as written there."""
-
-    context_window = 128_000
-
-    def __init__(self, client: httpx.AsyncClient, model: str) -> None:
-        self._client = client
-        self._model = model
-
-    async def complete(self, *, system: str, user: str, schema: Mapping[str, Any]) -> str:
-        schema_format = {"name": "verdict", "schema": dict(schema)}
-        body = {
-            "model": self._model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": {"type": "json_schema", "json_schema": schema_format},
-        }
-        try:
-            response = await self._client.post("chat/completions", json=body)
-            response.raise_for_status()
-            content: str = response.json()["choices"][0]["message"]["content"]
-            return content
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-            raise JudgeError(f"judge call failed: {type(exc).__name__}") from exc
+    asyncio.run(main())
+    assert fake.calls == 0
 
 
 @pytest.mark.parametrize(("answer", "label"), [(None, "answer"), ("Het is goed.", None)])
@@ -283,7 +260,7 @@ def test_the_adapter_example_of_the_reference_is_a_judge_llm(
 
     async def main() -> JudgeResult:
         async with httpx.AsyncClient(base_url=NOWHERE + "v1/", transport=fake.transport()) as http:
-            llm = ReferenceExampleLLM(http, "my-judge-model")
+            llm = ExampleJudgeLLM(http, "my-judge-model")
             assert isinstance(llm, JudgeLLM)
             return await LLMJudge(llm, load_prompts()).judge(behaviour_request())
 

@@ -1,5 +1,5 @@
-"""`load` (docs/python-api.md#what-is-public, docs/project.md): what it reads, its flags, and
-each error it raises, naming the file, the case and the field (and never a test case)."""
+"""`load` (docs/python-api.md#what-is-public, docs/project.md): what it reads and each error
+it raises, naming the file, the case and the field (and never a test case)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from soev_pipeline.cli import (
     load,
 )
 from soev_pipeline.core import Project
-from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.project import read_project
 from tests.support.project import SECRET, edit_yaml, write_project
 
@@ -60,16 +59,11 @@ def write_hooks_kind(path: Path, name: str) -> None:
     )
 
 
-def test_load_has_the_signature_of_the_reference() -> None:
+def test_load_takes_the_path_and_the_suite_cache() -> None:
     parameters = inspect.signature(load).parameters
     assert next(iter(parameters)) == "path"
     defaults = {name: p.default for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
-    assert {key: defaults[key] for key in ("definitions", "suite_files", "project")} == {
-        "definitions": True,
-        "suite_files": True,
-        "project": None,
-    }
-    assert defaults["allow_test_additions"] is False
+    assert defaults == {"suite_cache": None}
 
 
 def test_a_loaded_project_has_the_fields_of_the_reference() -> None:
@@ -101,37 +95,6 @@ def test_a_case_gets_its_file_criteria_first(path: Path) -> None:
     assert [spec.kind for spec in first.criteria][:2] == ["run.no_failure", "citations.required"]
     assert first.criteria[0].gate
     assert load(path).params[("kern-001", 4)].min == 0.5  # type: ignore[attr-defined]
-
-
-def test_without_definitions_load_reads_the_project_file_only(path: Path) -> None:
-    (path.parent / "hooks.py").write_text("raise RuntimeError('niet importeren')\n")
-    kern(path).write_text("suite: [kapot\n")
-    loaded = load(path, definitions=False)
-    assert loaded.suites == [] and loaded.setup is None
-    assert "custom.thanks" not in loaded.registry
-    assert set(loaded.registry) == set(builtin_registry())
-    assert not loaded.context.messages and not loaded.context.rubrics
-    assert loaded.context.corpus is None
-
-
-def test_without_suite_files_load_imports_the_hooks_only(path: Path) -> None:
-    kern(path).write_text("suite: [kapot\n")
-    loaded = load(path, suite_files=False)
-    assert loaded.suites == []
-    assert "custom.thanks" in loaded.registry and loaded.setup is not None
-    assert dict(loaded.context.messages) == dict(loaded.project.messages)
-    assert not loaded.context.rubrics and loaded.context.corpus is None
-
-
-def test_a_project_object_replaces_the_project_file(path: Path) -> None:
-    data = yaml.safe_load(path.read_text())
-    data["name"] = "anders"
-    data["suites"] = data["suites"][1:]
-    path.write_text("dit: [is geen geldig project\n")
-    loaded = load(path, project=Project.model_validate(data))
-    assert loaded.project.name == "anders"
-    assert [suite.name for suite in loaded.suites] == ["privacy"]
-    assert loaded.path == path.resolve()
 
 
 def test_hooks_without_a_setup_give_none(path: Path) -> None:
@@ -324,6 +287,8 @@ def test_corpus_errors_name_the_line(path: Path) -> None:
 
 
 def test_read_project_reads_the_file_alone(path: Path) -> None:
+    (path.parent / "hooks.py").write_text("raise RuntimeError('niet importeren')\n")
+    kern(path).write_text("suite: [kapot\n")
     assert read_project(path).name == "wetwijzer"
     with pytest.raises(OSError):
         read_project(path.parent / "nope.yaml")

@@ -57,12 +57,67 @@ def test_evidence_streams_and_a_cut_line_is_ignored(tmp_path: Path) -> None:
         file.write(_evidence("c", 0).model_dump_json()[:40])
     assert [e.case_id for e in archive.iter_evidence()] == ["a", "b"]
     assert archive.completed() == {("a", 0), ("b", 0)}
-    assert archive.count_evidence() == 2
+    assert archive.count_attempts() == 2
     with archive.evidence_writer() as writer:
         writer.append(_evidence("c", 0))
     assert [e.case_id for e in archive.iter_evidence()] == ["a", "b", "c"]
     lines = archive.evidence_path.read_text(encoding="utf-8").splitlines()
     assert all(json.loads(line) for line in lines)
+
+
+def _replied(case_id: str, attempt: int, reply: str) -> Evidence:
+    return _evidence(case_id, attempt).model_copy(update={"reply": reply})
+
+
+def test_the_last_line_of_an_attempt_counts(tmp_path: Path) -> None:
+    """An attempt run once more appends a second line; every reader counts the later one,
+    once, in the order of the file."""
+    archive = _archive(tmp_path)
+    with archive.evidence_writer() as writer:
+        for evidence in [
+            _replied("a", 0, "eerst"),
+            _replied("b", 0, "b"),
+            _replied("a", 0, "opnieuw"),
+            _replied("c", 0, "c"),
+        ]:
+            writer.append(evidence)
+    assert archive.superseded() == {1}
+    assert [(e.case_id, e.reply) for e in archive.iter_attempts()] == [
+        ("b", "b"),
+        ("a", "opnieuw"),
+        ("c", "c"),
+    ]
+    assert len(list(archive.iter_evidence())) == 4  # every line, as written
+    assert archive.count_attempts() == 3
+    assert archive.completed() == {("a", 0), ("b", 0), ("c", 0)}
+
+
+def test_a_broken_last_line_replaces_nothing(tmp_path: Path) -> None:
+    """A crash that cut the retry's line short, or left it unreadable, leaves the earlier
+    line of the attempt in place: it is not read, so it replaces nothing."""
+    archive = _archive(tmp_path)
+    with archive.evidence_writer() as writer:
+        writer.append(_replied("a", 0, "eerst"))
+        writer.append(_replied("b", 0, "b"))
+    whole = archive.evidence_path.read_bytes()
+    for tail in (
+        _replied("a", 0, "opnieuw").model_dump_json()[:60].encode(),  # cut short
+        _replied("a", 0, "opnieuw").model_dump_json()[:60].encode() + b"\n",  # not JSON
+    ):
+        archive.evidence_path.write_bytes(whole + tail)
+        assert archive.superseded() == set()
+        assert [e.reply for e in archive.iter_attempts()] == ["eerst", "b"]
+        assert archive.count_attempts() == 2
+
+
+def test_lines_in_another_layout_are_recognized_as_the_same_attempt(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    with archive.evidence_writer() as writer:
+        writer.append(_replied("a", 0, "eerst"))
+    retried = json.loads(_replied("a", 0, "opnieuw").model_dump_json())
+    with archive.evidence_path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(retried, sort_keys=True, indent=None) + "\n")
+    assert [e.reply for e in archive.iter_attempts()] == ["opnieuw"]
 
 
 def test_existing_run_is_not_overwritten(tmp_path: Path) -> None:

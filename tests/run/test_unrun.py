@@ -111,8 +111,9 @@ def _graded(case_id: str, attempt: int, passed: bool) -> GradedAttempt:
 
 def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
     # k = 3 over cases a, b, c, d: a ran thrice; b's attempt 1 got a 503, its attempt 2 has
-    # no evidence; c was never archived; d has a
-    # duplicate line whose first copy counts; x is no case of the run.
+    # no evidence; c was never archived; d's attempt 0 could not connect and ran when it
+    # was run once more (its later line counts), its attempt 1 ran and then, run again, got
+    # a 503 (the later line counts there too); x is no case of the run.
     manifest = build_manifest(
         run_id="r", project="p", suites=["kern"], split=None, k=3, cases=[], shas={}
     ).model_copy(update={"cases": {"a": "da", "b": "db", "c": "dc", "d": "dd"}})
@@ -126,10 +127,11 @@ def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
             _evidence("b", 0),
             _evidence("b", 1, "http_503"),
             _evidence("d", 0, "connect_error"),
-            _evidence("d", 0),
             _evidence("d", 1),
             _evidence("d", 2),
             _evidence("x", 0, "connect_error"),
+            _evidence("d", 0),
+            _evidence("d", 1, "http_503"),
         ]:
             writer.append(evidence)
     ledger = read_ledger(archive, manifest)
@@ -140,7 +142,7 @@ def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
         ("c", 0): INTERRUPTED,
         ("c", 1): INTERRUPTED,
         ("c", 2): INTERRUPTED,
-        ("d", 0): "connect_error",
+        ("d", 1): "http_503",
     }
     assert ledger.seconds["a"] == pytest.approx(4.5) and "c" not in ledger.seconds
     assert ledger.inconclusive() and not ledger.inconclusive(0.5)
@@ -161,7 +163,7 @@ def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
         (None, True, True),
     )
     assert attempts.unrun.attempts == 6 and attempts.planned == 12
-    assert attempts.unrun.codes == {INTERRUPTED: 4, "connect_error": 1, "http_503": 1}
+    assert attempts.unrun.codes == {INTERRUPTED: 4, "http_503": 2}
     # without a ledger every graded attempt ran; b's missing attempt was interrupted
     plain = attempts_from_graded(manifest, graded)
     assert plain.cases["b"].passes == (True, True) and plain.cases["b"].unrun == 1

@@ -1,5 +1,5 @@
-"""Builders of the unit tests: a case, its evidence, one graded criterion, a scripted judge,
-the `system:` section of a project.
+"""Builders of the unit tests: a case, its evidence, one graded criterion, a scripted judge
+and language detector, the `system:` section of a project.
 
 Every builder fills in what a test does not care about, so a test names only what it checks.
 """
@@ -7,6 +7,7 @@ Every builder fills in what a test does not care about, so a test names only wha
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from soev_pipeline.core import (
     Failure,
     JudgeRequest,
     JudgeResult,
+    LanguageDetectionError,
     Turn,
     Usage,
     VariantEvidence,
@@ -136,7 +138,7 @@ def make_evidence(
     )
 
 
-def grade(
+async def evaluate(
     kind: str,
     evidence: Evidence | None = None,
     *,
@@ -146,13 +148,24 @@ def grade(
 ) -> Verdict:
     """Validate and evaluate one criterion through the built-in registry, as a run does."""
     spec = CriterionSpec.model_validate({"kind": kind, **params})
-    evaluation = builtin_registry().evaluate(
+    return await builtin_registry().evaluate(
         spec,
         make_case() if case is None else case,
         make_evidence() if evidence is None else evidence,
         CriterionContext() if ctx is None else ctx,
     )
-    return asyncio.run(evaluation)
+
+
+def grade(
+    kind: str,
+    evidence: Evidence | None = None,
+    *,
+    case: Case | None = None,
+    ctx: CriterionContext | None = None,
+    **params: Any,
+) -> Verdict:
+    """`evaluate` on an event loop of its own."""
+    return asyncio.run(evaluate(kind, evidence, case=case, ctx=ctx, **params))
 
 
 def params_error(kind: str, **params: Any) -> str:
@@ -180,8 +193,9 @@ def by_input(key: str, answers: Mapping[str, Answer]) -> Script:
 class ScriptedJudge:
     """A judge that records each request and answers what its script says.
 
-    The script is one answer for every request or a function of the request. An answer is a
-    `JudgeResult`, an exception to raise, or anything else (garbage a real judge never gives).
+    The script is one answer for every request or a function of the request, which may be
+    a coroutine function. An answer is a `JudgeResult`, an exception to raise, or anything
+    else (garbage a real judge never gives).
     """
 
     def __init__(self, script: Script | Answer) -> None:
@@ -191,6 +205,22 @@ class ScriptedJudge:
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         self.requests.append(request)
         answer = self._script(request) if callable(self._script) else self._script
+        if inspect.isawaitable(answer):
+            answer = await answer
         if isinstance(answer, BaseException):
             raise answer
         return answer  # type: ignore[return-value]
+
+
+class ScriptedDetector:
+    """A language detector that answers from a table and raises for a text it does not know."""
+
+    def __init__(self, answers: Mapping[str, str]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def detect(self, text: str) -> str:
+        self.asked.append(text)
+        if text not in self.answers:
+            raise LanguageDetectionError("unknown")
+        return self.answers[text]

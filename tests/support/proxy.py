@@ -17,6 +17,8 @@ import threading
 from typing import Self
 from urllib.parse import urlsplit
 
+from tests.support.server import stop_serving
+
 HOST = "127.0.0.1"
 
 
@@ -56,10 +58,7 @@ class ForwardProxy:
 
     async def _stop(self) -> None:
         assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_serving(self._server, self._tasks)
 
     async def _serve(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

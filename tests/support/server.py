@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -35,7 +34,7 @@ class Request:
     headers: dict[str, str]
     body: bytes
     at: float
-    """`time.monotonic()` when it arrived."""
+    """When it arrived, by the clock of the loop that received it (`loop.time()`)."""
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -166,16 +165,11 @@ class FakeServer:
 
     async def _stop(self) -> None:
         assert self._server is not None
-        for _ in range(10):  # let a connection made just now be accepted, so that it can close
-            await asyncio.sleep(0)
-        self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        await self._server.wait_closed()
+        await stop_serving(self._server, self._connections)
 
     def _record(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Request:
-        request = Request(method, path.split("?")[0], headers, body, time.monotonic())
+        at = asyncio.get_running_loop().time()
+        request = Request(method, path.split("?")[0], headers, body, at)
         self.requests.append(request)
         return request
 
@@ -323,6 +317,17 @@ class FakeServer:
         self.open_streams -= 1
         if stream.done is not None:
             stream.done()
+
+
+async def stop_serving(server: asyncio.Server, connections: set[asyncio.Task[None]]) -> None:
+    """Close `server` and end the tasks that serve its connections, `connections`."""
+    for _ in range(10):  # let a connection made just now be accepted, so that it can close
+        await asyncio.sleep(0)
+    server.close()
+    for task in list(connections):
+        task.cancel()
+    await asyncio.gather(*connections, return_exceptions=True)
+    await server.wait_closed()
 
 
 class _Body(httpx.AsyncByteStream):
