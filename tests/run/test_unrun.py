@@ -160,7 +160,7 @@ def test_the_ledger_of_a_run_and_the_attempts_it_makes(tmp_path: Path) -> None:
     assert (b.outcomes(), c.outcomes(), d.outcomes()) == (
         (True, None, None),
         (None, None, None),
-        (None, True, True),
+        (True, None, True),
     )
     assert attempts.unrun.attempts == 6 and attempts.planned == 12
     assert attempts.unrun.codes == {INTERRUPTED: 4, "http_503": 2}
