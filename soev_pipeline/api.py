@@ -413,11 +413,15 @@ def run_sync(work: Coroutine[Any, Any, T], *, grace: float = CANCEL_GRACE_S) -> 
                 loop.close()
 
     thread = threading.Thread(target=target, name="soev-run", daemon=True)
-    thread.start()
     try:
+        thread.start()  # inside: an interruption as soon as the work starts cancels it too
         return done.result()
     except BaseException:
-        if not done.done():
+        if thread.ident is None:  # interrupted before the thread began: the work never ran
+            task.cancel()
+            loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+            loop.close()
+        elif not done.done():
             loop.call_soon_threadsafe(task.cancel)
             thread.join(grace)
         raise
