@@ -43,7 +43,10 @@ import dagster as dg
 import httpx
 import sqlalchemy.exc
 
+from soev_pipeline.orchestration.assets import attempt_grade_aggregate
+from soev_pipeline.orchestration.config import NewEvaluationConfig, RunConfig
 from soev_pipeline.orchestration.instance import ensure_instance
+from soev_pipeline.orchestration.new_evaluation import EVALUATE_OP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from reference import reference_assistant
@@ -294,9 +297,9 @@ class Runs:
 def request_way(ui: DgDev, runs: Runs, partition: str) -> Moments:
     """Launch `new_evaluation` as the launchpad scaffolds it: the run evaluates itself."""
     runs.settled()
-    config = {"run_id": partition, "suites": [], "split": "both", "k": 1, "runtime": None}
+    config = {**NewEvaluationConfig().model_dump(mode="json"), "run_id": partition}
     launched = time.time()
-    request = ui.launch("new_evaluation", {"ops": {"evaluate_new_run": {"config": config}}}, {})
+    request = ui.launch("new_evaluation", {"ops": {EVALUATE_OP: {"config": config}}}, {})
     call = time.time() - launched
     runs.finished(request, "new_evaluation")
     return {"launch call": call, **runs.moments(request, launched, "new_evaluation ")}
@@ -306,14 +309,9 @@ def direct_way(ui: DgDev, runs: Runs, partition: str) -> Moments:
     """Add the run partition, then launch `evaluate` on it with the launchpad's config."""
     runs.settled()
     ui.add_partition(partition)
+    # the launchpad's scaffold: the step's name and every field at its default
     config = {
-        "ops": {
-            "attempt": {
-                "config": {"suites": [], "split": "both", "k": 1, "runtime": None, "resume": None}
-            },
-            "grade": {"config": {"offline": False, "runtime": None}},
-            "aggregate": {"config": {"runtime": None}},
-        }
+        "ops": {attempt_grade_aggregate.op.name: {"config": RunConfig().model_dump(mode="json")}}
     }
     launched = time.time()
     evaluate = ui.launch("evaluate", config, {PARTITION: partition})
