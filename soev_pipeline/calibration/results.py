@@ -100,14 +100,6 @@ class Calibration(FrozenModel):
     run_id: str | None = None
     judge: dict[str, Any] | None = None
 
-    def low_kappa(self, minimum: float) -> list[str]:
-        """The criteria whose κ is below `minimum`, or unknown."""
-        return [
-            name
-            for name, figures in self.criteria.items()
-            if figures.kappa is None or figures.kappa < minimum
-        ]
-
     def gate_failures(self, minimum: float, min_items: int) -> dict[str, str]:
         """Why each criterion fails a gate of κ ≥ `minimum` on at least `min_items` items:
         κ below it, κ unknown, or too few items to tell (two agreeing labels prove nothing).

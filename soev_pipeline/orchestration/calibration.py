@@ -20,6 +20,7 @@ import dagster as dg
 
 from soev_pipeline.api import run_sync
 from soev_pipeline.calibration import (
+    DEFAULT_MIN_ITEMS,
     DEFAULT_MIN_KAPPA,
     Calibration,
     calibrate,
@@ -111,7 +112,8 @@ def agreement_check(
     calibration: Calibration | None, *, min_kappa: float | None, judged: bool
 ) -> CheckOutcome:
     """`judge_agrees_with_labels`: every labelled criterion's κ at least `min_kappa`
-    (default 0.6); severity ERROR when the project sets `judge.min_kappa`, else WARN."""
+    (default 0.6) on at least `DEFAULT_MIN_ITEMS` items, as `calibrate --min-kappa` gates
+    it; severity ERROR when the project sets `judge.min_kappa`, else WARN."""
     severity = dg.AssetCheckSeverity.ERROR if min_kappa is not None else dg.AssetCheckSeverity.WARN
     threshold = DEFAULT_MIN_KAPPA if min_kappa is None else min_kappa
     if calibration is None or not calibration.criteria:
@@ -127,22 +129,26 @@ def agreement_check(
             ),
             metadata={"min_kappa": threshold},
         )
-    low = calibration.low_kappa(threshold)
+    failures = calibration.gate_failures(threshold, DEFAULT_MIN_ITEMS)
     kappas: Mapping[str, float | None] = {
         name: figures.kappa for name, figures in calibration.criteria.items()
     }
+    why = "; ".join(f"{name}: {reason}" for name, reason in failures.items())
     return CheckOutcome(
         JUDGE_AGREES_WITH_LABELS,
-        passed=not low,
+        passed=not failures,
         severity=severity,
         description=(
-            f"κ below {threshold:g} (or unknown): {', '.join(low)}"
-            if low
-            else f"every judged criterion's κ is at least {threshold:g}"
+            f"not shown to agree (κ at least {threshold:g} on {DEFAULT_MIN_ITEMS} items or "
+            f"more): {why}"
+            if failures
+            else f"every judged criterion's κ is at least {threshold:g}, "
+            f"on {DEFAULT_MIN_ITEMS} items or more"
         ),
         metadata={
             "min_kappa": threshold,
-            "below": len(low),
+            "min_items": DEFAULT_MIN_ITEMS,
+            "below": len(failures),
             **{f"kappa/{name}": rounded(value) for name, value in kappas.items()},
         },
     )

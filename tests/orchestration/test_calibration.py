@@ -105,13 +105,26 @@ def test_materialize_calibrates_and_checks_the_judge(
         assert calibrated.metadata["kappa/behaviour.expected"].value == 1.0
         assert calibrated.metadata["items"].value == 2
         (check,) = result.get_asset_check_evaluations()
-        assert check.check_name == "judge_agrees_with_labels" and check.passed
+        assert check.check_name == "judge_agrees_with_labels"
         assert check.severity == dg.AssetCheckSeverity.WARN
+        # κ 1 on two items proves nothing: the check asks for 20, as calibrate --min-kappa
+        assert not check.passed and check.metadata["min_items"].value == 20
+        assert "behaviour.expected: 2 items, fewer than 20" in str(check.description)
         asked = judge.calls
         assert asked == 2
 
         again = _materialize(defs, instance, CALIBRATION)
         assert again.success and judge.calls == asked  # the judge cache answers
+
+        write_labels(
+            project,
+            [(f"{PRIVACY_MESSAGE} ({n})", True) for n in range(10)]
+            + [(f"Jan woont in Utrecht, huisnummer {n}.", False) for n in range(10)],
+        )
+        enough = _materialize(defs, instance, LABELS, CALIBRATION)
+        (check,) = enough.get_asset_check_evaluations()
+        assert check.passed, check.description
+        assert "at least 0.6, on 20 items or more" in str(check.description)
 
 
 @pytest.mark.e2e
