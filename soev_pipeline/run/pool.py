@@ -145,6 +145,8 @@ class WorkerPool(Generic[T, R]):
         self._started = False
         self._running: set[Future[R]] = set()
         """The tasks sent and not finished: a close while some run stops the workers."""
+        self._broken = False
+        """A worker died: a close kills the others, also one the executor did not stop."""
 
     def submit(self, task: T) -> asyncio.Future[R]:
         """Queue `task` for the next free worker; the future holds its result."""
@@ -152,10 +154,12 @@ class WorkerPool(Generic[T, R]):
         try:
             submitted = self._send(task)
         except BrokenProcessPool as exc:  # a worker died since the last task was sent
+            self._broken = True
             future.set_exception(_failure(exc))
             return future
         self._running.add(submitted)
         submitted.add_done_callback(self._running.discard)
+        submitted.add_done_callback(self._note_broken)
         submitted.add_done_callback(
             lambda done: self._loop.call_soon_threadsafe(_settle, future, done)
         )
@@ -174,13 +178,20 @@ class WorkerPool(Generic[T, R]):
         self._started = True
         return submitted
 
+    def _note_broken(self, done: Future[R]) -> None:
+        if not done.cancelled() and isinstance(done.exception(), BrokenProcessPool):
+            self._broken = True
+
     def close(self) -> None:
-        """End the workers; at once when a task is still running (after an error, Ctrl-C).
+        """End the workers; at once when a task is still running (after an error, Ctrl-C)
+        or a worker died.
 
         Stopping them at once kills every worker: one killed while it holds the pool's queue
-        would leave the others waiting for it forever.
+        would leave the others waiting for it forever. After a worker died, the executor
+        stops the others itself, but not one it was starting at that moment: that one would
+        be waited for while it grades its chunk.
         """
-        if not any(not task.done() for task in self._running):
+        if not self._broken and not any(not task.done() for task in self._running):
             self._executor.shutdown(wait=True)
             return
         processes = list(self._context.processes)

@@ -471,7 +471,8 @@ def test_ctrl_c_at_the_start_is_one_line(tmp_path: Path, home: Path, commands: C
                 wrong.append((round(delay, 3), result.status, result.err))
                 handled = 0
             delay += 0.002
-        assert system.requests == []
+        # no assertion on the system's requests: on a busy machine this process may sleep far
+        # past `delay`, and a command interrupted as it asks its questions must end the same way
     assert wrong == []
     assert handled == 8
 

@@ -126,6 +126,11 @@ class UI:
         for pid in self.processes():
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=60)  # reaped here, not by a later test's collector
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
 
 
 @contextmanager
@@ -153,7 +158,7 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path: Path) -> None:
     with started(command, _env(tmp_path), tmp_path / "ui.log", port) as ui:
         commands = " | ".join(command for command, _ in ui.processes().values())
         left = ui.left_after(signal.SIGINT, group=True)
-    assert left == []
+    assert left == [], ui.tail()
     assert ui.process.returncode == 0
     for one in ("serve-reference", "soev_pipeline view", "dg dev", "dagster_webserver"):
         assert one in commands
@@ -196,4 +201,4 @@ def test_each_listed_project_links_to_its_own_viewer_and_sigterm_to_make_stops_a
                 assert status == 200, f"{link}/runs/{run_id} answered {status}"
                 assert run_id in page
         left = ui.left_after(signal.SIGTERM, group=False)
-    assert left == []
+    assert left == [], ui.tail()
