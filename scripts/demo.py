@@ -4,8 +4,9 @@ Starts the bundled reference assistant on a free 127.0.0.1 port (it also answers
 demo's rule-based judge), runs `soev-evals run --project examples/demo/project.yaml`
 against it, writes the run's HTML report to examples/demo/report.html, prints the
 `soev-evals view` command that opens every run of the demo in a browser, and ends with
-the judge's calibration on the demo's labels (`soev-evals calibrate --run RUN`), before it
-stops the assistant again. Everything runs offline, on 127.0.0.1.
+the judge's calibration on the demo's labels (`soev-evals calibrate --run RUN`) and its
+probes (`soev-evals probe-judge --run RUN`), before it stops the assistant again.
+Everything runs offline, on 127.0.0.1.
 Extra arguments go to `soev-evals run`, e.g. `python scripts/demo.py --k 3`.
 """
 
@@ -62,6 +63,14 @@ def _calibrate(soev_evals: Path, run_id: str, env: dict[str, str]) -> int:
     return subprocess.call(command, env=env, cwd=ROOT)
 
 
+def _probe(soev_evals: Path, run_id: str, env: dict[str, str]) -> int:
+    """Print what moves the rule-based judge that should not: the same replies padded,
+    addressed to the grader, laid out otherwise, with their options reordered."""
+    print("\nis the judge fooled? the same replies with one change each:\n", flush=True)
+    command = [str(soev_evals), "probe-judge", "--run", run_id, "--project", str(PROJECT)]
+    return subprocess.call(command, env=env, cwd=ROOT)
+
+
 def main() -> int:
     soev_evals = Path(sys.executable).with_name("soev-evals")
     with reference_assistant() as url:
@@ -72,7 +81,7 @@ def main() -> int:
         run_id = _latest_run() if status == 0 else None
         if run_id is not None:
             _look(soev_evals, run_id)
-            status = _calibrate(soev_evals, run_id, env)
+            status = _calibrate(soev_evals, run_id, env) or _probe(soev_evals, run_id, env)
     return status
 
 

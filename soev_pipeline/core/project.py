@@ -80,6 +80,50 @@ class JudgeConfig(FrozenModel):
         return _with_slash(str(self.base_url))
 
 
+class ProbeTexts(FrozenModel):
+    """The project's own texts of the judge probes (docs/judge.md#probe-texts).
+
+    Each key given replaces the built-in texts of that key (so a Dutch project probes in
+    Dutch only); a probe picks one text of its list per item, seeded.
+    """
+
+    closing: tuple[str, ...] = Field(default=(), min_length=1)
+    restated: tuple[str, ...] = Field(default=(), min_length=1)
+    injection_pass: tuple[str, ...] = Field(default=(), min_length=1)
+    injection_fail: tuple[str, ...] = Field(default=(), min_length=1)
+    refusal: tuple[str, ...] = Field(default=(), min_length=1)
+    answer: tuple[str, ...] = Field(default=(), min_length=1)
+    unrelated: tuple[str, ...] = Field(default=(), min_length=1)
+    name: tuple[str, ...] = Field(default=(), min_length=1)
+
+    @field_validator("*")
+    @classmethod
+    def _not_blank(cls, texts: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not text.strip() for text in texts):
+            raise ValueError("a probe text must not be blank")
+        return texts
+
+    @field_validator("restated")
+    @classmethod
+    def _holds_question(cls, texts: tuple[str, ...]) -> tuple[str, ...]:
+        for text in texts:
+            if text.count("{question}") != 1 or re.search(r"\{(?!question\})", text):
+                raise ValueError(
+                    f"{text!r} must hold {{question}} once, and no other {{...}} placeholder"
+                )
+        return texts
+
+
+class ProbesConfig(FrozenModel):
+    """The judge probes (`soev-evals probe-judge`, the asset `judge_probes`)."""
+
+    max_flip: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The highest flip rate an invariance probe may be shown to have (and the least a
+    sensitivity probe must reach is 1 − it); set, it makes the Dagster check
+    `judge_resists_probes` an error rather than a warning."""
+    texts: ProbeTexts = ProbeTexts()
+
+
 class ScoringConfig(FrozenModel):
     """How an attempt's score turns into a pass."""
 
@@ -108,6 +152,7 @@ class Project(FrozenModel):
     runtime: str | None = None
     labels: str | None = Field(default=None, min_length=1)
     """A glob of human label files, relative to project.yaml; `labels/*.jsonl` when None."""
+    probes: ProbesConfig = ProbesConfig()
 
     @field_validator("labels")
     @classmethod

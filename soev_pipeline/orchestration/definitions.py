@@ -1,7 +1,7 @@
 """The Definitions of one evaluation project: a code location of its own.
 
-The assets, checks, jobs and sensor are written once (`assets`, `calibration`, `checks`,
-`jobs`, `sensors`); here a project gives them what is its own, in one place: the key
+The assets, checks, jobs and sensor are written once (`assets`, `calibration`, `probes`,
+`checks`, `jobs`, `sensors`); here a project gives them what is its own, in one place: the key
 prefix and group of its name when several projects share an instance, its run partitions,
 the suite names that partition `suites`, the code version of its grading, and the address
 of its system on the jobs that talk to it.
@@ -31,6 +31,7 @@ from .jobs import (
     rescore,
 )
 from .keys import asset_key, check_name, prefix_of, runs_partitions
+from .probes import probe_the_judge
 from .resources import ArchiveOnly, SoevProject, load_project
 from .sensors import prompts_watch
 from .versions import code_version
@@ -59,6 +60,7 @@ def project_definitions(project: SoevProject, *, nightly_cron: str | None = None
             attempt_grade_aggregate,
             read_labels,
             calibrate_judge,
+            probe_the_judge,
         )
     ]
     system = {SYSTEM_TAG: _system(loaded)}

@@ -64,10 +64,11 @@ load_suites = dg.define_asset_job(
 )
 check_prompts = dg.define_asset_job(
     CHECK_PROMPTS,
-    selection=assets("judge_prompts", "labels", "judge_calibration") | checks_of("verdicts"),
+    selection=assets("judge_prompts", "labels", "judge_calibration", "judge_probes")
+    | checks_of("verdicts"),
     executor_def=dg.in_process_executor,
     description="Record the judge prompts, rubrics and labels, check which runs were graded "
-    "with other prompts, and calibrate the judge on the human labels.",
+    "with other prompts, calibrate the judge on the human labels, and probe it for biases.",
 )
 
 

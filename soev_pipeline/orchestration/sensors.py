@@ -16,7 +16,8 @@ from .resources import SoevProject
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Records changed judge prompts, rubrics and labels (which makes the runs "
-    "graded with the old ones stale), calibrates the judge again, and records changed suites.",
+    "graded with the old ones stale), calibrates and probes the judge again, and records "
+    "changed suites.",
 )
 def prompts_watch(context: dg.SensorEvaluationContext, project: SoevProject) -> dg.SensorResult:
     """Ask for `check_prompts` as soon as the prompt or label files on disk differ from the

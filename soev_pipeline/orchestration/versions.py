@@ -31,6 +31,7 @@ DEPENDENCIES: Mapping[str, tuple[str, ...]] = {
     "verdicts": ("evidence", "judge_prompts"),
     "report": ("verdicts", "judge_prompts"),
     "judge_calibration": ("judge_prompts", "labels"),
+    "judge_probes": ("judge_prompts",),
 }
 """Each asset's dependencies, by plain name. `report` depends on `judge_prompts` itself:
 Dagster does not pass a stale parent's staleness on to its children, and a report built

@@ -17,7 +17,9 @@ it against a lawyer's labels shows what such rules get wrong:
   the reply holds: from 0.6 `support`, from 0.3 `partial_support`, else `not_support`.
 - `compare.equivalent`: `equivalent` when the two replies share at least half their words.
 - `rubric.judge`: the first of the rubric's labels when the reply cites an article
-  (`artikel`) and is not a refusal; else the last one.
+  (`artikel`) and is not a refusal; else the last one. So it picks by position: offer the
+  options in the other order and its verdict turns over, which `soev-evals probe-judge`
+  shows as an `option_order` bias.
 """
 
 from __future__ import annotations

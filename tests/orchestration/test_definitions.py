@@ -88,6 +88,7 @@ def test_definitions_load(project_path: Path) -> None:
         "report",
         "labels",
         "judge_calibration",
+        "judge_probes",
     }
     steps = {
         spec.key.to_user_string(): spec.tags["soev/step"] for spec in defs.resolve_all_asset_specs()
@@ -100,6 +101,7 @@ def test_definitions_load(project_path: Path) -> None:
         "report": "aggregate",
         "labels": "load",
         "judge_calibration": "calibrate",
+        "judge_probes": "probe",
     }
     evaluate_nodes = {node.name for node in defs.resolve_job_def("evaluate").nodes}
     assert {OP, "load_prompts"} <= evaluate_nodes

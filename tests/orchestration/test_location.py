@@ -37,5 +37,6 @@ def test_the_declared_defs_module_loads_and_validates(
         "report",
         "labels",
         "judge_calibration",
+        "judge_probes",
     }
     assert {job.name for job in defs.jobs or []} >= {"evaluate", "rescore"}

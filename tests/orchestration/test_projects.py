@@ -29,6 +29,7 @@ ASSETS = {
     "report",
     "labels",
     "judge_calibration",
+    "judge_probes",
 }
 
 

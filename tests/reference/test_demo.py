@@ -63,6 +63,7 @@ def test_the_demo_loads_and_uses_every_rule_kind_and_judge_kinds_that_do_not_cou
         "behaviour.expected",
         "nuggets.coverage",
         "privacy.names",
+        "rubric.judge",
     }
     assert all(spec.weight == 0 and not spec.gate for spec in judged)
     assert loaded.project.judge is not None
@@ -157,6 +158,18 @@ def test_the_demo_run_fails_the_cases_its_suites_say_fail(
     # privacy.names on 7 items: the judge is not shown to be better than chance
     assert criteria["privacy.names"]["corrected_pass_rate"] is None
     assert "includes 0" in criteria["privacy.names"]["corrected_why"]
+
+    # the rule-based judge picks a rubric's option by position: a probe shows it, and the
+    # same replies laid out otherwise keep their verdicts
+    probe_argv = ["probe-judge", "--run", run_id, "--json", "--project", str(DEMO / "project.yaml")]
+    with ReferenceServer() as server:
+        monkeypatch.setenv("SOEV_DEMO_URL", server.url)
+        assert main([*probe_argv, "--runs-dir", runs]) == 0
+    probes = json.loads(capsys.readouterr().out)["criteria"]
+    rubric = probes["rubric.judge"]["probes"]
+    assert rubric["option_order"]["flip_ci95"][0] > 0.05
+    assert rubric["format"]["items"] > 0 and rubric["format"]["flipped"] == 0
+    assert probes["behaviour.expected"]["probes"]["counterfactual"]["flip_rate"] == 1.0
 
 
 def _hooks() -> ModuleType:
