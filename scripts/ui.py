@@ -123,7 +123,12 @@ def _dg_dev(command: list[str], env: dict[str, str]) -> int:
     end that group."""
     process = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
     try:
-        return process.wait()
+        # Waited for in short turns: a stop signal that the kernel hands to another thread
+        # of this process (the assistant's, a viewer's) interrupts no blocking wait of the
+        # main thread, whose handler then runs only when the wait returns.
+        while True:
+            with suppress(subprocess.TimeoutExpired):
+                return process.wait(timeout=0.2)
     except KeyboardInterrupt:
         print("stopping the Dagster UI, the viewers and the assistant", file=sys.stderr)
         # what Ctrl-C in a terminal does to a foreground group: dg dev and its services stop

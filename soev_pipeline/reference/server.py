@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -127,13 +128,19 @@ def serve(
     service = build_service(**options)
 
     async def run() -> None:
+        # Ctrl-C through the loop's own handler, which wakes the loop wherever the kernel
+        # delivers the signal: one taken by a worker thread would otherwise wait, unseen,
+        # until the next request woke the main thread.
+        task = asyncio.current_task()
+        if task is not None and threading.current_thread() is threading.main_thread():
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, task.cancel)
         server, url = await _listen(service, host, port)
         if ready is not None:
             ready(url)
         async with server:
             await server.serve_forever()
 
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         asyncio.run(run())
 
 

@@ -136,7 +136,7 @@ def test_two_projects_sharing_one_assistant_queue_beside_cli_runs(
             shown = ui.query("{ assetNodes { assetKey { path } groupName } }")
             groups = {tuple(n["assetKey"]["path"]): n["groupName"] for n in shown["assetNodes"]}
             assert groups[("wet", "report")] == "wet" and groups[("huur", "evidence")] == "huur"
-            assert len(groups) == 14  # 7 assets a project
+            assert len(groups) == 16  # 8 assets a project
             for name in ("wet", "huur"):
                 schedules = ui.query(
                     "{ schedulesOrError(repositorySelector: {repositoryLocationName: "
