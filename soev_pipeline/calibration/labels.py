@@ -25,9 +25,10 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
+from soev_pipeline.core.project import DEFAULT_LABELS
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 
-LABELS_GLOB = "labels/*.jsonl"
+LABELS_GLOB = DEFAULT_LABELS
 """Where label files are when project.yaml names none."""
 LABELS_FILE = "labels/labels.jsonl"
 """Where the viewer appends a label when no label file exists yet."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from soev_pipeline import api
 from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.outputs import check_output
 from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
 from soev_pipeline.project import (
@@ -19,6 +20,7 @@ from soev_pipeline.project import (
     ProjectPaths,
     load,
     load_for_sealing,
+    owned_paths,
     read_project,
     write_seal,
 )
@@ -157,6 +159,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
     project = read_project(paths.project_file)
     archive = RunArchive(paths.runs, check_run_id(args.run))
+    owned = owned_paths(paths, project)
+    for option, output in (("--junit", args.junit), ("--html", args.html)):
+        if output is not None:  # before any work, and before the other flag writes
+            check_output(output, option=option, owned=owned)
     check_same_project(archive.manifest(), project.name)
     with frozen_heap():
         report = read_report(archive)
@@ -165,9 +171,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         _print(render_report(report))
     if args.junit is not None:
-        write_junit(args.junit.resolve(), report, read_attempts(archive))
+        write_junit(args.junit, report, read_attempts(archive), owned=owned)
     if args.html is not None:
-        write_html(args, paths, archive)
+        write_html(args, paths, archive, owned)
     rate = report.overall.pass_rate
     if args.fail_under is not None and report.inconclusive:
         print(

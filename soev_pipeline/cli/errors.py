@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from soev_pipeline.core.errors import UnreachableSystemError
+from soev_pipeline.core.errors import OutputPathError, UnreachableSystemError
 from soev_pipeline.core.explain import explain, is_user_error
 
 __all__ = ["describe_error", "interrupted", "is_user_error"]
@@ -36,7 +36,9 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, i
     """The message (one line, without sealed content) and exit status for `exc`.
 
     A run whose first attempts could not reach the assistant properly (a wrong route or
-    key) exits 2, as a wrong command line does: the command, not the assistant, is wrong.
+    key) exits 2, as a wrong command line does: the command, not the assistant, is wrong;
+    so does an output path that may not be written.
     """
-    status = EXIT_USAGE if isinstance(exc, UnreachableSystemError) else EXIT_ERROR
+    usage = isinstance(exc, UnreachableSystemError | OutputPathError)
+    status = EXIT_USAGE if usage else EXIT_ERROR
     return explain(exc, getattr(args, "project", Path("project.yaml"))), status

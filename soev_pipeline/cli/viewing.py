@@ -17,6 +17,7 @@ from urllib.parse import quote
 from .errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from soev_pipeline.core.outputs import Owned
     from soev_pipeline.project import ProjectPaths
     from soev_pipeline.run.archive import RunArchive
 
@@ -100,11 +101,14 @@ def cmd_view(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def write_html(args: argparse.Namespace, paths: ProjectPaths, archive: RunArchive) -> None:
+def write_html(
+    args: argparse.Namespace, paths: ProjectPaths, archive: RunArchive, owned: list[Owned]
+) -> None:
     """`report RUN --html FILE`: write the run's HTML report (its case pages need the
-    project's definitions and corpus, which `report` alone does not load)."""
+    project's definitions and corpus, which `report` alone does not load), never onto one
+    of the project's `owned` paths."""
     from soev_pipeline.project import load
     from soev_pipeline.view import write_html_report
 
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
-    write_html_report(loaded, archive, args.html)
+    write_html_report(loaded, archive, args.html, owned=owned)

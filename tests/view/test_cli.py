@@ -37,6 +37,30 @@ def test_report_html_of_a_missing_run_is_one_line_and_no_file(
     assert not target.exists()
 
 
+@pytest.mark.parametrize(
+    ("option", "target", "what"),
+    [
+        ("--html", "runs/b1/evidence.jsonl", "lies in the runs folder"),
+        ("--html", "project.yaml", "is the project file"),
+        ("--junit", "runs/b1/scorings/0001/report.json", "lies in the runs folder"),
+        ("--junit", "link.xml", "is a symbolic link"),
+    ],
+)
+def test_an_output_flag_never_replaces_the_archive_the_project_or_a_link_target(
+    own_runs: TwoRuns, option: str, target: str, what: str
+) -> None:
+    directory = own_runs.loaded.path.parent
+    (directory / "link.xml").symlink_to(directory / "project.yaml")
+    before = {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+    done = invoke("report", "b1", "--project", own_runs.loaded.path, option, directory / target)
+    assert done.status == 2, done.text
+    line = done.error_line()
+    assert line.startswith(f"soev-evals: error: {option} ") and what in line
+    after = {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+    assert after == before
+    assert done.out == ""  # refused before the report is printed
+
+
 def test_view_refuses_another_host_without_a_token(
     two_runs: TwoRuns, monkeypatch: pytest.MonkeyPatch
 ) -> None:
