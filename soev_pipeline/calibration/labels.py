@@ -327,12 +327,13 @@ def append_label(
 
     The file and its folder are made when missing. A last line that a crash left without
     its newline gets one first, so the new line stands on its own. The line is synced to
-    disk before the lock is let go.
+    disk before the lock is let go. A write that fails (a full disk) cuts the file back to
+    its size before it, so no half line is left.
 
     Raises:
         ProjectError: the label cannot count against `cases` (a test case, a case or
             criterion the project does not have, a label the kind does not give).
-        OSError: the file cannot be written.
+        OSError: the file cannot be written; it names the file.
     """
     why = check_label(label, cases, registry)
     if why is not None:
@@ -345,10 +346,14 @@ def append_label(
         size = os.fstat(descriptor).st_size
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             line = b"\n" + line
-        written = 0
-        while written < len(line):
-            written += os.write(descriptor, line[written:])
-        os.fsync(descriptor)
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(descriptor, line[written:])
+            os.fsync(descriptor)
+        except OSError as exc:
+            os.ftruncate(descriptor, size)  # no half line for calibrate to report later
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(descriptor)  # closing lets go of the lock
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 from soev_pipeline import api
 from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.explain import explain, unwrap
 from soev_pipeline.core.outputs import check_output
 from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
@@ -42,7 +44,7 @@ from soev_pipeline.run.service import RunSelection
 
 from .calibrating import calibrated_report
 from .calibrating import cmd_calibrate as cmd_calibrate
-from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, interrupted
+from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, interrupted
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status
@@ -107,6 +109,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
             return interruption_status()
+        stopped = _stopped(RunArchive(paths.runs, run_id), unwrap(exc))
+        if stopped is not None:
+            raise stopped from exc
         raise
     progress.close()
     _record(evaluation)
@@ -128,6 +133,27 @@ def _interrupted(archive: RunArchive) -> None:
         )
     else:
         print(f"\n{how} before the run was archived; nothing to resume", file=sys.stderr)
+
+
+def _stopped(archive: RunArchive, exc: BaseException) -> RunStoppedError | None:
+    """The one line of a run that a file stopped (a full disk): the file, what is archived,
+    and how to go on; None when it is not such a stop, or nothing was archived."""
+    if not isinstance(exc, OSError) or isinstance(exc, ConnectionError) or not archive.exists():
+        return None
+    try:
+        done = len(archive.completed())
+    except (OSError, ProjectError):
+        return None
+    when = (
+        "free some space"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        else "once the file can be written"
+    )
+    attempts = "attempt is" if done == 1 else "attempts are"
+    return RunStoppedError(
+        f"{explain(exc)}; run {archive.run_id!r} stopped, {done} {attempts} archived in "
+        f"{archive.path}; {when}, then resume with: soev-evals run --resume {archive.run_id}"
+    )
 
 
 def _record(evaluation: api.Evaluation) -> None:

@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from soev_pipeline import __version__
 from soev_pipeline.core.chars import printable
+from soev_pipeline.core.explain import unwrap
 from soev_pipeline.core.secrets import redact
 
 from .calibrating import add_calibrate_parser
@@ -261,7 +262,7 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        if interrupted(exc):
+        if interrupted(unwrap(exc)):
             print(f"\n{interruption_name()}", file=sys.stderr)
             return interruption_status()
         if args.debug:

@@ -242,6 +242,33 @@ def test_append_after_a_line_cut_short_starts_a_line_of_its_own(tmp_path: Path) 
     assert [item.line for item in read.labels] == [2]
 
 
+def test_a_label_save_that_fails_for_space_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk wrote part of the line and failed: the file is cut back to its size
+    before the save, so calibrate never finds a half line."""
+    import errno
+    import os
+
+    path = tmp_path / "labels.jsonl"
+    append_label(path, label(), _cases())
+    before = path.read_bytes()
+    real_write = os.write
+
+    def full_disk(descriptor: int, data: bytes) -> int:
+        if len(data) > 10:
+            return real_write(descriptor, data[:10])  # the disk took ten bytes
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(OSError, match="No space left on device") as raised:
+        append_label(path, label(by="reviewer-2"), _cases())
+    monkeypatch.undo()
+    assert raised.value.filename == str(path)
+    assert path.read_bytes() == before
+    assert [item.label.by for item in read_labels([path], _cases()).labels] == ["reviewer-1"]
+
+
 def test_append_refuses_a_label_that_cannot_count(tmp_path: Path) -> None:
     path = tmp_path / "labels.jsonl"
     with pytest.raises(ProjectError, match="test split") as raised:
