@@ -231,12 +231,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_same_project(manifest, project.name)
     if args.baseline == "previous":
         baseline = previous_run(paths.runs, manifest, max_unrun=args.max_unrun)
-        if baseline is None:
-            raise ProjectError(
-                f"{paths.runs}: run {run.run_id!r} has no earlier run of project "
+        if baseline is None:  # the first night, or after nights that were all inconclusive
+            _notice(
+                f"nothing to compare with: run {run.run_id!r} has no earlier run of project "
                 f"{project.name!r} with a report, of whose attempts at most "
-                f"{100 * args.max_unrun:g} % did not run, to compare with"
+                f"{100 * args.max_unrun:g} % did not run; no regression to find"
             )
+            return EXIT_OK
     else:
         baseline = RunArchive(paths.runs, check_run_id(args.baseline))
         check_same_project(baseline.manifest(), project.name)
