@@ -33,7 +33,7 @@ from soev_pipeline.project import LoadedProject
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
 from .render import ServerLinks, render, stylesheet
-from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same
+from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
 
 REVIEWER_COOKIE = "soev_view_by"
@@ -237,7 +237,8 @@ async def save_label(request: Request) -> Response:
     sends one, and its anti-forgery token), then `_save_label`; back to the case page."""
     viewer = _viewer(request)
     origin = request.headers.get("origin")
-    if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+    own = f"{request.url.scheme}://{request.headers.get('host')}"
+    if origin is not None and origin != own:  # scheme and host: https://host is another origin
         return viewer.problem(403, "Refused", "a label must be sent from the viewer's own page")
     try:
         form = await _form(request)
@@ -270,10 +271,14 @@ def create_app(
     `labels` is the label file to append to (default: the project's, `label_target`).
 
     Raises:
-        ValueError: `host` is not loopback and there is no token.
+        ValueError: `host` is not loopback and there is no token, or a weak one
+            (`security.weak_token`).
     """
     if token is None and not is_loopback(host):
         raise ValueError(f"host {host!r} is not a loopback address: a token is required")
+    weak = None if token is None or is_loopback(host) else weak_token(token)
+    if weak is not None:
+        raise ValueError(f"host {host!r} is not a loopback address: the token is weak ({weak})")
     viewer = Viewer(
         store=RunStore(loaded, runs_dir),
         csrf=secrets.token_urlsafe(32),

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from soev_pipeline.view import create_app
 from soev_pipeline.view.render import SERVER_CSP
-from soev_pipeline.view.security import TOKEN_COOKIE, is_loopback
+from soev_pipeline.view.security import TOKEN_COOKIE, is_loopback, weak_token
 from tests.support.project import SECRET, TEST_IDS
 from tests.view.conftest import HOSTILE, TwoRuns
 
@@ -24,7 +24,7 @@ TOKEN = "s3cret-token-for-the-viewer"
 def call(
     app: Starlette,
     method: str,
-    url: str,
+    url: str | httpx.URL,
     base: str = BASE,
     cookies: dict[str, str] | None = None,
     **kwargs: Any,
@@ -145,6 +145,36 @@ def test_with_a_token_every_request_carries_it(two_runs: TwoRuns) -> None:
     assert wrong.status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("x", "1 characters"),
+        (" " * 20, "a space"),
+        ("abcdefghijklmnopqrst", "one class"),
+        ("aaaaaaaa11111111", "different characters"),
+        ("een lang geheim token 1", "a space"),
+    ],
+)
+def test_a_weak_token_is_refused_off_loopback(two_runs: TwoRuns, token: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        create_app(two_runs.loaded, two_runs.runs, token=token, host="0.0.0.0")
+    assert weak_token(TOKEN) is None and weak_token("0123456789abcdef0123456789abcdef") is None
+    create_app(two_runs.loaded, two_runs.runs, token=token, host="127.0.0.1")  # loopback: any
+
+
+@pytest.mark.parametrize("path", ["//evil.example/x", "/\\evil.example/x", "///evil.example"])
+def test_the_redirect_that_sets_the_cookie_stays_on_the_viewer(
+    two_runs: TwoRuns, path: str
+) -> None:
+    app = create_app(two_runs.loaded, two_runs.runs, token=TOKEN, host="0.0.0.0")
+    raw = httpx.URL("http://10.1.2.3:8000").copy_with(raw_path=f"{path}?token={TOKEN}".encode())
+    entry = call(app, "GET", raw)
+    assert entry.status_code == 303
+    location = entry.headers["location"]
+    assert location.startswith("/") and location[1] not in "/\\", location
+    assert "evil.example" in location  # the same path, on the viewer
+
+
 # The label form
 
 
@@ -220,6 +250,10 @@ def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app), headers={"Origin": "http://attacker.example"})
     assert response.status_code == 403
+    other_scheme = _post(app, _form(app), headers={"Origin": "https://127.0.0.1:8000"})
+    assert other_scheme.status_code == 403
+    other_port = _post(app, _form(app), headers={"Origin": "http://127.0.0.1:8001"})
+    assert other_port.status_code == 403
     too_big = _post(app, _form(app, note="x" * 70_000))
     assert too_big.status_code == 400
     assert not (own_runs.directory / "labels").exists()
