@@ -226,6 +226,7 @@ class Soak:
         )
         self.done: list[str] = []
         self.disk = _tmpfs(self.project / "runs")
+        self.full_disk_rate = 0.15
 
     def close(self) -> None:
         if self.disk:
@@ -278,7 +279,7 @@ class Soak:
         run_id = f"soak-{self.tally.runs:04d}"
         self.tally.runs += 1
         process = self._start("run", "--run-id", run_id, "--k", str(K))
-        if self.disk and self.rng.random() < 0.15:
+        if self.disk and self.rng.random() < self.full_disk_rate:
             time.sleep(self.rng.uniform(0.3, 6.0))
             filler = self._fill()
             out, err = process.communicate(timeout=600)
@@ -416,6 +417,9 @@ def main() -> int:
     options.add_argument(
         "--surrogate-rate", type=float, default=0.2, help="share of replies cut by the relay"
     )
+    options.add_argument(
+        "--full-disk-rate", type=float, default=0.15, help="share of runs whose disk fills up"
+    )
     args = options.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="soev-soak-") as folder:
@@ -441,6 +445,7 @@ def main() -> int:
             assert reference.stdout is not None
             relay = HalfEmojiRelay(reference.stdout.readline().strip(), args.surrogate_rate, 1)
             soak = Soak(Path(folder), relay.start(), rng)
+            soak.full_disk_rate = args.full_disk_rate
             started = time.monotonic()
             while time.monotonic() - started < args.minutes * 60:
                 fate = rng.random()

@@ -26,6 +26,7 @@ from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
 from soev_pipeline.core.project import DEFAULT_LABELS
+from soev_pipeline.core.secrets import redact
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 
 LABELS_GLOB = DEFAULT_LABELS
@@ -325,7 +326,9 @@ def append_label(
 ) -> None:
     """Append `label` to the label file at `path` as one line, under an exclusive lock.
 
-    The file and its folder are made when missing. A last line that a crash left without
+    What a person typed (`by`, `note`) is redacted as every recorded text is
+    (`core.secrets`): a key pasted into a note is never stored. The file and its folder
+    are made when missing. A last line that a crash left without
     its newline gets one first, so the new line stands on its own. The line is synced to
     disk before the lock is let go. A write that fails (a full disk) cuts the file back to
     its size before it, so no half line is left.
@@ -338,7 +341,8 @@ def append_label(
     why = check_label(label, cases, registry)
     if why is not None:
         raise ProjectError(f"{path}: label refused: {why}")
-    line = (label.to_line() + "\n").encode("utf-8")
+    typed = {"by": redact(label.by), "note": None if label.note is None else redact(label.note)}
+    line = (label.model_copy(update=typed).to_line() + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_target
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.http import register_config_secrets
 from soev_pipeline.project import LoadedProject
 
 from .case_pages import case_page, compare_page, unit_page
@@ -279,6 +280,9 @@ def create_app(
     weak = None if token is None or is_loopback(host) else weak_token(token)
     if weak is not None:
         raise ValueError(f"host {host!r} is not a loopback address: the token is weak ({weak})")
+    for config in (loaded.project.system, loaded.project.judge):
+        if config is not None:  # so that a key pasted into a label's note is redacted
+            register_config_secrets(config)
     viewer = Viewer(
         store=RunStore(loaded, runs_dir),
         csrf=secrets.token_urlsafe(32),

@@ -246,6 +246,22 @@ def test_a_label_that_cannot_count_is_refused(
     assert not (own_runs.directory / "labels").exists()
 
 
+def test_a_key_typed_into_a_labels_note_is_redacted(
+    own_runs: TwoRuns, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-live-9f8e7d6c5b4a39281706"
+    monkeypatch.setenv("SOEV_API_KEY", key)
+    app = create_app(own_runs.loaded, own_runs.runs)
+    note = f"the key is {key}, and in upper case {key.upper()}"
+    response = _post(app, _form(app, note=note, by=f"anna {key}"))
+    assert response.status_code == 303
+    text = (own_runs.directory / "labels" / "labels.jsonl").read_text(encoding="utf-8")
+    assert key not in text and key.upper() not in text
+    written = json.loads(text)
+    assert written["note"] == "the key is [redacted], and in upper case [redacted]"
+    assert written["by"] == "anna [redacted]"
+
+
 def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app), headers={"Origin": "http://attacker.example"})
