@@ -41,6 +41,10 @@ REVIEWER_COOKIE = "soev_view_by"
 MAX_FORM_BYTES = 64 * 1024
 
 
+MAX_FORM_FIELDS = 32
+"""The label form has ten fields; a form with more than this many is refused unread."""
+
+
 class BadRequest(ValueError):
     """A request the viewer refuses, with the one line that says why."""
 
@@ -176,7 +180,10 @@ async def _form(request: Request) -> dict[str, str]:
         text = bytes(body).decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the form is not UTF-8") from None
-    return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=32))
+    try:
+        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
+    except ValueError:  # more fields than that: no form of ours
+        raise BadRequest(f"the form has more than {MAX_FORM_FIELDS} fields") from None
 
 
 def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
@@ -226,7 +233,9 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
         field = ".".join(str(part) for part in first["loc"]) or "label"
         raise BadRequest(f"{field}: {first['msg']}") from None
     try:
-        append_label(viewer.labels, label, store.cases, store.loaded.registry)
+        append_label(
+            viewer.labels, label, store.cases, store.loaded.registry, inside=store.loaded.directory
+        )
     except ProjectError as exc:
         raise BadRequest(str(exc)) from None
     path = f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"

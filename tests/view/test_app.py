@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -262,6 +263,19 @@ def test_a_key_typed_into_a_labels_note_is_redacted(
     assert written["by"] == "anna [redacted]"
 
 
+def test_a_label_through_a_labels_link_out_of_the_project_is_refused(
+    own_runs: TwoRuns, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (own_runs.directory / "labels").symlink_to(elsewhere)
+    app = create_app(own_runs.loaded, own_runs.runs)
+    response = _post(app, _form(app))
+    assert response.status_code == 400
+    assert "leads outside the project directory" in response.text
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app), headers={"Origin": "http://attacker.example"})
@@ -272,6 +286,9 @@ def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     assert other_port.status_code == 403
     too_big = _post(app, _form(app, note="x" * 70_000))
     assert too_big.status_code == 400
+    many = _form(app) | {f"extra{number}": "x" for number in range(40)}
+    too_many = _post(app, many)
+    assert too_many.status_code == 400 and "more than 32 fields" in too_many.text
     assert not (own_runs.directory / "labels").exists()
 
 
