@@ -306,3 +306,20 @@ def test_the_warm_up_indexes_the_newest_runs_ready_to_search(two_runs: TwoRuns) 
     index = store.index(two_runs.b1)
     assert index is not None and index.searchable
     assert store.index(two_runs.b1) is index  # kept, not built again
+
+
+def test_control_characters_are_shown_as_escapes_on_every_page(app: Starlette) -> None:
+    """`?q=%00%1b` was echoed raw: a page must be valid HTML whatever it shows."""
+    html = call(app, "GET", "/runs/b1?q=%00%1b%C2%9B").text
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", html)
+    assert "\\x00\\x1b\\x9b" in html
+
+
+def test_the_page_templates_escape_control_characters_but_not_their_own_markup() -> None:
+    from markupsafe import Markup
+
+    from soev_pipeline.view.render import environment
+
+    page = environment().from_string("<p>{{ text }}</p>{{ own }}")
+    shown = page.render(text="a\x00b\x1b[31mc\td", own=Markup("<b>\x1b</b>"))
+    assert shown == "<p>a\\x00b\\x1b[31mc\td</p><b>\x1b</b>"
