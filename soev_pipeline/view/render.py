@@ -19,6 +19,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from soev_pipeline.core.chars import xml_safe
 
 from .attempts import status_counts
 from .tables import interval, p_value, pct, plain, points, score
@@ -113,6 +116,16 @@ class FileLinks:
         return None
 
 
+def _visible(value: Any) -> Any:
+    """What a page shows of a value: a text's control characters (NUL, ESC, the C1
+    controls, bidirectional overrides, a lone surrogate) as visible escapes (`\\x1b`), as
+    the JUnit file writes them, so that a page is valid HTML whatever a reply held. Markup
+    the pages made themselves passes as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return xml_safe(value)
+    return value
+
+
 @functools.cache
 def environment() -> Environment:
     """The one template environment; autoescaping on, undefined names an error."""
@@ -122,6 +135,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters.update(
         pct=pct,
