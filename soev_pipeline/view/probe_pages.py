@@ -15,7 +15,14 @@ import re
 from dataclasses import dataclass
 
 from soev_pipeline.core.models import Verdict
-from soev_pipeline.probes import DEFAULT_MAX_FLIP, PROBES, ProbeFigures, SavedTrial
+from soev_pipeline.probes import (
+    DEFAULT_MAX_FLIP,
+    PROBES,
+    CriterionProbes,
+    ProbeFigures,
+    SavedProbing,
+    SavedTrial,
+)
 
 from .attempts import SHOWN_CHARS, Text
 from .store import NotFound, RunStore
@@ -152,6 +159,60 @@ def _row(trial: SavedTrial) -> ItemRow:
     return ItemRow(trial.id, trial.probe, trial.case_id, trial.source, before, after)
 
 
+def _criterion(
+    name: str, probes: CriterionProbes, trials: list[SavedTrial], limit: float
+) -> CriterionView:
+    alarms = set(probes.biases(limit)) | set(probes.insensitive(limit))
+    mine = [trial for trial in trials if trial.criterion == name]
+    moved = [t for t in mine if t.kind == "invariance" and t.direction is not None]
+    unmoved = [
+        t
+        for t in mine
+        if t.kind == "sensitivity" and t.direction is None and "error" not in t.statuses
+    ]
+    rows = tuple(
+        ProbeRow(
+            probe,
+            f.kind,
+            f.items,
+            f.flipped,
+            _rate(f),
+            f.to_pass,
+            f.to_fail,
+            f.judge_errors,
+            probe in alarms,
+        )
+        for probe, f in probes.probes.items()
+    )
+    return CriterionView(
+        name=name,
+        rows=rows,
+        line=probes.verdict_line(limit),
+        moved=tuple(_row(t) for t in moved[:ITEMS_LISTED]),
+        moved_more=max(0, len(moved) - ITEMS_LISTED),
+        unmoved=tuple(_row(t) for t in unmoved[:ITEMS_LISTED]),
+        unmoved_more=max(0, len(unmoved) - ITEMS_LISTED),
+    )
+
+
+def _facts(saved: SavedProbing, limit: float) -> tuple[tuple[str, str], ...]:
+    taken = f"{saved.sources.get('labels', 0)} from labels"
+    if saved.run_id is not None:
+        taken += f", {saved.sources.get('run', 0)} from run {saved.run_id}"
+    report = saved.report
+    asked = (
+        f"asked {_count(report.judge_calls)} times, "
+        f"{_count(report.cache_hits)} answers from its cache"
+    )
+    return (
+        ("probed", saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
+        ("items", f"{taken}; at most {saved.items} per criterion, seed {saved.seed}"),
+        ("criteria", ", ".join(saved.criteria) if saved.criteria else "every judged criterion"),
+        ("the judge", asked + (" (offline: the cache only)" if saved.offline else "")),
+        ("a bias is shown", f"when a flip rate's interval lies above {100 * limit:g} %"),
+    )
+
+
 def probes_page(store: RunStore) -> ProbesPage:
     """The last probing of the project, per criterion.
 
@@ -163,63 +224,16 @@ def probes_page(store: RunStore) -> ProbesPage:
         return ProbesPage(probed=False, command=command(store))
     limit = max_flip(store)
     trials = _shown(store, saved.trials)
-    criteria = []
-    for name, probes in saved.report.criteria.items():
-        biases = set(probes.biases(limit)) | set(probes.insensitive(limit))
-        mine = [trial for trial in trials if trial.criterion == name]
-        moved = [t for t in mine if t.kind == "invariance" and t.direction is not None]
-        unmoved = [
-            t
-            for t in mine
-            if t.kind == "sensitivity" and t.direction is None and "error" not in t.statuses
-        ]
-        criteria.append(
-            CriterionView(
-                name=name,
-                rows=tuple(
-                    ProbeRow(
-                        probe,
-                        f.kind,
-                        f.items,
-                        f.flipped,
-                        _rate(f),
-                        f.to_pass,
-                        f.to_fail,
-                        f.judge_errors,
-                        probe in biases,
-                    )
-                    for probe, f in probes.probes.items()
-                ),
-                line=probes.verdict_line(limit),
-                moved=tuple(_row(t) for t in moved[:ITEMS_LISTED]),
-                moved_more=max(0, len(moved) - ITEMS_LISTED),
-                unmoved=tuple(_row(t) for t in unmoved[:ITEMS_LISTED]),
-                unmoved_more=max(0, len(unmoved) - ITEMS_LISTED),
-            )
-        )
-    sources = saved.sources
-    taken = f"{sources.get('labels', 0)} labelled replies"
-    if saved.run_id is not None:
-        taken += f" and {sources.get('run', 0)} attempts of run {saved.run_id}"
-    facts = [
-        ("probed", saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
-        ("items", f"{taken}; at most {saved.items} per criterion, seed {saved.seed}"),
-        ("criteria", ", ".join(saved.criteria) if saved.criteria else "every judged criterion"),
-        (
-            "the judge",
-            f"asked {_count(saved.report.judge_calls)} times, "
-            f"{_count(saved.report.cache_hits)} answers from its cache"
-            + (" (offline: the cache only)" if saved.offline else ""),
-        ),
-        ("a bias is shown", f"when a flip rate's interval lies above {100 * limit:g} %"),
-    ]
     return ProbesPage(
         probed=True,
         command=command(store),
-        facts=tuple(facts),
+        facts=_facts(saved, limit),
         stale=saved.prompts_version != store.loaded.prompts_version,
         max_flip=limit,
-        criteria=tuple(criteria),
+        criteria=tuple(
+            _criterion(name, probes, trials, limit)
+            for name, probes in saved.report.criteria.items()
+        ),
     )
 
 

@@ -148,10 +148,7 @@ def test_the_page_shows_each_criterions_table_line_and_moved_items(saved: TwoRun
     assert [(i.id, i.before, i.after) for i in criterion.moved] == [("a1", "pass", "fail")]
     assert [i.id for i in criterion.unmoved] == ["a3"]
     facts = dict(page.facts)
-    assert (
-        facts["items"]
-        == "2 labelled replies and 4 attempts of run b1; at most 20 per criterion, seed 7"
-    )
+    assert facts["items"] == "2 from labels, 4 from run b1; at most 20 per criterion, seed 7"
     assert facts["the judge"] == "asked 12 times, 3 answers from its cache"
 
 
