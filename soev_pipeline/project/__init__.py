@@ -2,7 +2,7 @@
 
 from .loading import LoadedProject, Suite, load, load_for_sealing, read_project
 from .owned import owned_paths
-from .paths import ProjectPaths, state_dir
+from .paths import ProjectPaths, probes_file, state_dir
 from .sealing import SEAL_FILE, SealResult, check_seal, read_seal, write_seal
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "load",
     "load_for_sealing",
     "owned_paths",
+    "probes_file",
     "read_project",
     "read_seal",
     "state_dir",

@@ -33,6 +33,7 @@ from soev_pipeline.project import LoadedProject
 
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
+from .probe_pages import item_page, probes_page
 from .render import ServerLinks, render, stylesheet
 from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
@@ -158,6 +159,18 @@ def compare(request: Request) -> Response:
 def unit(request: Request) -> Response:
     viewer = _viewer(request)
     return viewer.page("unit.html", unit=unit_page(viewer.store, request.path_params["unit_id"]))
+
+
+def probes(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page("probes.html", page=probes_page(viewer.store))
+
+
+def probe_item(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page(
+        "probe_item.html", item=item_page(viewer.store, request.path_params["item_id"])
+    )
 
 
 def css(request: Request) -> Response:
@@ -306,6 +319,8 @@ def create_app(
         Route("/runs/{run_id}/cases/{case_id:path}", _guarded(case)),
         Route("/runs/{run_id}/labels", save_label, methods=["POST"]),
         Route("/corpus/{unit_id:path}", _guarded(unit)),
+        Route("/probes", _guarded(probes)),
+        Route("/probes/{item_id}", _guarded(probe_item)),
     ]
     middleware = [Middleware(SecurityHeaders)]
     if token is not None:

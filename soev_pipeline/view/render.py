@@ -87,6 +87,12 @@ class ServerLinks:
     def labels(self, run_id: str) -> str | None:
         return f"/runs/{quote(run_id, safe='')}/labels"
 
+    def probes(self) -> str | None:
+        return "/probes"
+
+    def probe_item(self, item_id: str) -> str | None:
+        return f"/probes/{quote(item_id, safe='')}"
+
 
 @dataclass
 class FileLinks:
@@ -113,6 +119,12 @@ class FileLinks:
         return "#" + anchor("unit", unit_id) if unit_id in self.units else None
 
     def labels(self, run_id: str) -> str | None:
+        return None
+
+    def probes(self) -> str | None:
+        return None
+
+    def probe_item(self, item_id: str) -> str | None:
         return None
 
 
