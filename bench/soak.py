@@ -51,6 +51,9 @@ from urllib.parse import quote, urlsplit
 
 import yaml
 
+from soev_pipeline.core.models import Evidence
+from soev_pipeline.run.unrun import did_not_run
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
 TOKEN = "soak-token-5f0c1e9b2d"
@@ -180,9 +183,17 @@ def _test_ids(project: Path) -> set[str]:
 
 
 def _pairs(run: Path) -> tuple[Counter[tuple[str, int]], int, int]:
-    """How often each pair is archived; the complete lines that are not UTF-8 JSON (only a
-    last line cut by a kill may be broken); the replies that hold a replaced surrogate."""
+    """How often each pair is archived as having run; the complete lines that are not
+    UTF-8 JSON (only a last line cut by a kill may be broken); the replies that hold a
+    replaced surrogate.
+
+    A pair whose attempt did not run (a 5xx, no connection) is archived again when it is run
+    once more, and its last line counts (docs/runs.md): only lines of attempts that ran can
+    be duplicates, so those are the ones counted. A pair with only lines that did not run
+    counts once.
+    """
     counts: Counter[tuple[str, int]] = Counter()
+    unrun: set[tuple[str, int]] = set()
     broken = replaced = 0
     path = run / "evidence.jsonl"
     if not path.exists():
@@ -196,8 +207,14 @@ def _pairs(run: Path) -> tuple[Counter[tuple[str, int]], int, int]:
             except ValueError:
                 broken += 1
                 continue
-            counts[(raw["case_id"], raw["attempt"])] += 1
+            pair = (raw["case_id"], raw["attempt"])
+            if did_not_run(Evidence.model_validate(raw)) is None:
+                counts[pair] += 1
+            else:
+                unrun.add(pair)
             replaced += "\ufffd" in (raw.get("reply") or "")
+    for pair in unrun - set(counts):
+        counts[pair] = 1
     return counts, broken, replaced
 
 
