@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.errors import OutputPathError, ProjectError
 from soev_pipeline.judges import load_prompts
 from soev_pipeline.probes import (
     ProbeReport,
@@ -77,20 +77,23 @@ def test_a_probing_round_trips_through_its_file(loaded: LoadedProject, tmp_path:
     assert len({t.id for t in saved.trials}) == len(saved.trials)
 
 
-def test_a_second_save_replaces_the_first_and_a_symlink_is_not_followed(
+def test_a_second_save_replaces_the_first_and_a_symlink_is_refused(
     loaded: LoadedProject, tmp_path: Path
 ) -> None:
     report, made = trials(loaded)
     path = probes_file(tmp_path, "wetwijzer")
     path.parent.mkdir()
-    elsewhere = tmp_path / "someone-elses.json"
-    elsewhere.write_text("keep", encoding="utf-8")
-    path.symlink_to(elsewhere)
     save_probing(path, saved_of(loaded, report, made))
     save_probing(path, saved_of(loaded, report, made[:1]))
     found = read_probing(path)
     assert found is not None and len(found.trials) == 1
-    assert elsewhere.read_text(encoding="utf-8") == "keep" and not path.is_symlink()
+    path.unlink()
+    elsewhere = tmp_path / "someone-elses.json"
+    elsewhere.write_text("keep", encoding="utf-8")
+    path.symlink_to(elsewhere)
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        save_probing(path, saved_of(loaded, report, made))
+    assert elsewhere.read_text(encoding="utf-8") == "keep" and path.is_symlink()
 
 
 def test_a_test_case_never_reaches_the_file(loaded: LoadedProject) -> None:
