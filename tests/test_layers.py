@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime",),
     ("run",),
     ("calibration",),
+    ("analysis",),
     ("view",),
     ("api",),
     ("orchestration",),

@@ -18,6 +18,7 @@ from soev_pipeline.core.secrets import redact
 
 from .calibrating import add_calibrate_parser
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
+from .exporting import add_export_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
 from .viewing import add_view_parser
 
@@ -211,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_view_parser(commands, _add_project, _add_runs_dir)
     add_calibrate_parser(commands, _add_project, _add_runs_dir, _run_id)
+    add_export_parser(commands, _add_project, _add_runs_dir, _run_id)
 
     seal = commands.add_parser("seal", help="record the digests of the test cases")
     seal.add_argument("--append", action="store_true", help="only add new test cases")
