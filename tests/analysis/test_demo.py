@@ -34,9 +34,8 @@ def test_every_demo_run_counts_as_its_report_does(
         "verdicts": verdicts_frame(DEMO, runs_dir=runs),
     }
     for run_id in ("d1", "d2"):
-        if (
-            run_id == "d1"
-        ):  # as a user reads it; the command adds its calibration, which costs seconds
+        # d1 as a user reads it; the command adds its calibration, which costs seconds
+        if run_id == "d1":
             result = invoke("report", run_id, "--json", "--project", DEMO, "--runs-dir", runs)
             assert result.status == 0, result.err
             report = result.json()
