@@ -18,6 +18,7 @@ import pandas as pd
 
 from soev_pipeline.calibration import criterion_name, label_files, read_project_labels
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.models import SPLITS, STATUSES
 from soev_pipeline.core.project import Project
 from soev_pipeline.project import LoadedProject, ProjectPaths, load, read_project, read_seal
 from soev_pipeline.run.archive import RunArchive, check_run_id, list_runs
@@ -28,8 +29,6 @@ from .columns import ATTEMPTS, CASES, LABELS, RUNS, VERDICTS, Column
 from .parquet import Written, check_folder, write_tables
 from .reading import (
     PER_SCORING,
-    SPLITS,
-    STATUS_CATEGORIES,
     Columns,
     Filters,
     Scored,
@@ -37,6 +36,7 @@ from .reading import (
     read_attempts,
     read_verdicts,
     scorings_of,
+    uncollected,
 )
 
 ProjectLike = str | Path | LoadedProject
@@ -133,7 +133,7 @@ def _columns(schema: Sequence[Column], *, repeated: bool = True) -> Columns:
 
 
 def _categories(selection: Selection) -> dict[str, Sequence[str]]:
-    return {"suite": selection.suite_names, "split": SPLITS, "status": STATUS_CATEGORIES}
+    return {"suite": selection.suite_names, "split": SPLITS, "status": STATUSES}
 
 
 def runs_table(selection: Selection) -> pd.DataFrame:
@@ -145,7 +145,7 @@ def runs_table(selection: Selection) -> pd.DataFrame:
         manifest, overall = scored.manifest, report.overall
         low, high = overall.ci95 if overall.ci95 is not None else (None, None)
         dev, test = report.splits.get("dev"), report.splits.get("test")
-        totals = {status: 0 for status in STATUS_CATEGORIES}
+        totals = {status: 0 for status in STATUSES}
         for counts in report.criteria.values():
             for status, count in counts.as_dict().items():
                 totals[status] += count
@@ -188,9 +188,10 @@ def runs_table(selection: Selection) -> pd.DataFrame:
 def verdicts_table(selection: Selection) -> pd.DataFrame:
     """The `verdicts` table: one row per verdict of a dev attempt."""
     columns = _columns(VERDICTS)
-    for scored in selection.scorings:
-        read_verdicts(scored, selection.filters, columns)
-    return build_frame(VERDICTS, columns, _categories(selection))
+    with uncollected():
+        for scored in selection.scorings:
+            read_verdicts(scored, selection.filters, columns)
+        return build_frame(VERDICTS, columns, _categories(selection))
 
 
 def attempts_table(selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -199,10 +200,12 @@ def attempts_table(selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
     The evidence of each run is read once, for both.
     """
     attempts = _columns(ATTEMPTS)
-    for scored in selection.scorings:
-        read_attempts(scored, selection.filters, attempts)
     categories = _categories(selection)
-    return build_frame(ATTEMPTS, attempts, categories), _cases(attempts, categories)
+    with uncollected():
+        for scored in selection.scorings:
+            read_attempts(scored, selection.filters, attempts)
+        cases = _cases(attempts, categories)
+        return build_frame(ATTEMPTS, attempts, categories), cases
 
 
 def _cases(attempts: Columns, categories: dict[str, Sequence[str]]) -> pd.DataFrame:
