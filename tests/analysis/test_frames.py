@@ -186,3 +186,13 @@ def test_the_labels_of_test_cases_are_left_out(own_nights: Nights) -> None:
     assert list(frame.case_id) == ["priv-001"]
     assert frame.iloc[0].file == str(Path("labels") / "labels.jsonl")
     assert frame.iloc[0].line == 1
+
+
+def test_a_project_without_runs_gives_empty_frames_of_the_same_types(own_nights: Nights) -> None:
+    import shutil
+
+    shutil.rmtree(own_nights.runs)
+    for table in ("runs", "cases", "attempts", "verdicts"):
+        frame = FRAMES[table](own_nights.project_file)
+        assert len(frame) == 0
+        assert [str(dtype) for dtype in frame.dtypes] == [c.dtype for c in TABLES[table]]
