@@ -3,9 +3,9 @@
 A table is built as one list per column and made a frame once (`build_frame`): appending to
 lists costs a fraction of building rows, and the values that repeat within a scoring (its
 run, number, time and prompts version) are kept once per scoring and repeated by numpy.
-A line of `verdicts.jsonl` or `evidence.jsonl` whose split is `test` is passed over before
-it is decoded, and a case of the project's test split now is passed over after: no value
-of a test case enters a column.
+A line of `verdicts.jsonl` whose split is `test` is passed over before it is decoded; an
+evidence line of a test case, and a case of the project's test split now, as soon as it is:
+no value of a test case enters a column.
 """
 
 from __future__ import annotations
@@ -17,17 +17,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pydantic import ValidationError
 
 from soev_pipeline.core.canonical import digest
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.models import STATUSES, Failure
+from soev_pipeline.core.models import Evidence
 from soev_pipeline.run.archive import (
     REPORT,
     SCORING,
@@ -38,8 +39,8 @@ from soev_pipeline.run.archive import (
     read_json_file,
 )
 from soev_pipeline.run.manifest import Manifest
-from soev_pipeline.run.results import GradingSummary, Report
-from soev_pipeline.run.unrun import infrastructure
+from soev_pipeline.run.results import GradedAttempt, GradingSummary, Report
+from soev_pipeline.run.unrun import did_not_run
 
 from .columns import Column
 
@@ -244,17 +245,21 @@ class Filters:
                 return True
         return False
 
-    def keeps(self, raw: Mapping[str, Any]) -> bool:
+    def keeps(self, case_id: str, suite: str, split: str) -> bool:
         """Whether a decoded line is of a dev case that is shown, in a chosen suite."""
         return (
-            raw.get("split", "dev") == "dev"
-            and raw["case_id"] not in self.hidden
-            and (self.suites is None or raw.get("suite", "") in self.suites)
+            split == "dev"
+            and case_id not in self.hidden
+            and (self.suites is None or suite in self.suites)
         )
 
 
-def graded_lines(scored: Scored, filters: Filters) -> Iterator[dict[str, Any]]:
-    """The decoded lines of a scoring's `verdicts.jsonl` that the filters keep.
+def graded_lines(scored: Scored, filters: Filters) -> Iterator[GradedAttempt]:
+    """The graded attempts of a scoring's `verdicts.jsonl` that the filters keep.
+
+    A line of a test case or of a suite not chosen is passed over before it is decoded, by
+    the layout the archive writes (as `view.index` reads it); the others are read as
+    `run.grading.iter_graded` reads them, into the model of a line.
 
     Raises:
         ProjectError: a line is not a graded attempt.
@@ -265,43 +270,21 @@ def graded_lines(scored: Scored, filters: Filters) -> Iterator[dict[str, Any]]:
             if not line.strip() or filters.skips_line(line):
                 continue
             try:
-                raw = json.loads(line)
-                if not isinstance(raw, dict) or not filters.keeps(raw):
-                    continue
-                raw["attempt"] = int(raw["attempt"])
-                if not isinstance(raw["verdicts"], list):
-                    raise TypeError
-            except (ValueError, KeyError, TypeError):
+                graded = GradedAttempt.model_validate_json(line)
+            except ValidationError:
                 raise ProjectError(
                     f"{path}: line {number}: not a graded attempt; "
                     f"`soev-evals rescore {scored.run_id}` grades the run anew"
                 ) from None
-            yield raw
+            if filters.keeps(graded.case_id, graded.suite, graded.split):
+                yield graded
 
 
-_VERDICT_FIELDS = itemgetter(
-    "kind", "status", "weight", "gate", "detail", "version", "judge_model", "prompt_sha"
-)
-"""The fields of a verdict that the table keeps, in the order of `_VERDICT_COLUMNS`."""
 _VERDICT_COLUMNS = (
     "kind", "status", "weight", "gate", "detail", "version", "judge_model", "prompt_sha"
 )  # fmt: skip
-
-
-def _verdict_fields(verdict: Any) -> tuple[Any, ...]:
-    """The fields of a verdict that lacks some (written by hand): the model's defaults."""
-    if not isinstance(verdict, dict) or "kind" not in verdict or "status" not in verdict:
-        raise TypeError("not a verdict")
-    return (
-        verdict["kind"],
-        verdict["status"],
-        verdict.get("weight", 1.0),
-        verdict.get("gate", False),
-        verdict.get("detail", ""),
-        verdict.get("version", ""),
-        verdict.get("judge_model"),
-        verdict.get("prompt_sha"),
-    )
+"""The fields of a verdict that the table keeps, in its order."""
+_VERDICT_FIELDS = attrgetter(*_VERDICT_COLUMNS)
 
 
 def _criteria(kinds: list[str]) -> list[str]:
@@ -320,7 +303,7 @@ def _criteria(kinds: list[str]) -> list[str]:
 def read_verdicts(scored: Scored, filters: Filters, columns: Columns) -> None:
     """Append the verdicts of a scoring's shown dev attempts to `columns`.
 
-    The fields of each verdict are taken as a tuple (`itemgetter`, in C) and an attempt's
+    The fields of each verdict are taken as a tuple (`attrgetter`, in C) and an attempt's
     tuples are added to the columns at once; the values of the attempt are kept once per
     line and repeated at the end. Both halve the time of appending every value to its
     column.
@@ -334,27 +317,15 @@ def read_verdicts(scored: Scored, filters: Filters, columns: Columns) -> None:
     criteria = v["criterion"]
     lines: list[tuple[str, str, int]] = []
     counts: list[int] = []
-    path = scored.path / VERDICTS
-    for raw in graded_lines(scored, filters):
-        verdicts = raw["verdicts"]
-        try:
-            fields = list(map(_VERDICT_FIELDS, verdicts))
-        except (KeyError, TypeError):
-            try:
-                fields = [_verdict_fields(verdict) for verdict in verdicts]
-            except TypeError:
-                raise ProjectError(
-                    f"{path}: case {raw['case_id']!r}, attempt {raw['attempt']}: "
-                    "a verdict without a kind or a status"
-                ) from None
-        if not fields:
+    for graded in graded_lines(scored, filters):
+        if not graded.verdicts:
             continue
-        by_column = list(zip(*fields, strict=True))
+        by_column = list(zip(*map(_VERDICT_FIELDS, graded.verdicts), strict=True))
         for target, values in zip(targets, by_column, strict=True):
             target.extend(values)
         criteria.extend(_criteria(list(by_column[0])))
-        lines.append((raw["case_id"], raw["suite"], raw["attempt"]))
-        counts.append(len(fields))
+        lines.append((graded.case_id, graded.suite, graded.attempt))
+        counts.append(len(graded.verdicts))
     for name, values in zip(
         ("case_id", "suite", "attempt"), zip(*lines, strict=True), strict=False
     ):
@@ -366,15 +337,12 @@ def read_verdicts(scored: Scored, filters: Filters, columns: Columns) -> None:
         judge_label(kinds[row], details[row]) if models[row] is not None else None
         for row in range(start, len(kinds))
     ]
-    unknown = set(v["status"][start:]) - set(STATUSES)
-    if unknown:
-        raise ProjectError(f"{path}: a verdict has the status {sorted(unknown)[0]!r}")
     columns.segments.append((scored, rows))
 
 
 @dataclass(frozen=True)
-class _Evidence:
-    """What an attempts row takes from an evidence line."""
+class _Figures:
+    """What an attempts row takes from the attempt's evidence."""
 
     unrun: str | None
     failure: str | None
@@ -385,111 +353,67 @@ class _Evidence:
     completion_tokens: int | None
     duration_s: float
     refusal_code: str | None
-    started_at: str | None
-    finished_at: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, evidence: Evidence) -> _Figures:
+        turns = evidence.all_turns()
+        usages = [turn.usage for turn in turns if turn.usage is not None]
+        failure = evidence.failure
+        return cls(
+            unrun=did_not_run(evidence),
+            failure=failure.code if failure is not None else None,
+            turns=len(evidence.turns),
+            reply_chars=len(evidence.reply) if evidence.reply is not None else None,
+            citations=len(evidence.citations),
+            prompt_tokens=sum(usage.prompt_tokens for usage in usages) if usages else None,
+            completion_tokens=(
+                sum(usage.completion_tokens for usage in usages) if usages else None
+            ),
+            duration_s=sum(turn.duration_s for turn in turns),
+            refusal_code=evidence.refusal_code,
+            started_at=evidence.started_at,
+            finished_at=evidence.finished_at,
+        )
 
 
-def _evidence_of(raw: dict[str, Any]) -> _Evidence:
-    """The figures of an evidence line, decoded as JSON (so any layout reads)."""
-    turns: list[dict[str, Any]] = list(raw.get("turns") or ())
-    for variant in raw.get("variants") or ():
-        turns += variant.get("turns") or ()
-    prompt = completion = 0
-    counted = False
-    duration = 0.0
-    failure: str | None = None
-    unrun: str | None = None
-    for turn in turns:
-        usage = turn.get("usage")
-        if usage:
-            counted = True
-            prompt += int(usage.get("prompt_tokens", 0))
-            completion += int(usage.get("completion_tokens", 0))
-        duration += float(turn.get("duration_s") or 0.0)
-        failed = turn.get("failure")
-        if failed:
-            failure = failure or str(failed.get("code", ""))
-            if unrun is None and infrastructure(Failure.model_validate(failed)):
-                unrun = str(failed.get("code", ""))
-    reply = raw.get("reply")
-    return _Evidence(
-        unrun=unrun,
-        failure=failure,
-        turns=len(raw.get("turns") or ()),
-        reply_chars=len(reply) if isinstance(reply, str) else None,
-        citations=len(raw.get("citations") or ()),
-        prompt_tokens=prompt if counted else None,
-        completion_tokens=completion if counted else None,
-        duration_s=duration,
-        refusal_code=raw.get("refusal_code"),
-        started_at=raw.get("started_at"),
-        finished_at=raw.get("finished_at"),
-    )
+_NO_EVIDENCE = _Figures(None, None, 0, None, 0, None, None, 0.0, None, None, None)
 
 
-_NO_EVIDENCE = _Evidence(None, None, 0, None, 0, None, None, 0.0, None, None, None)
-
-
-def read_evidence(
-    archive: RunArchive, filters: Filters, wanted: set[tuple[str, int]]
-) -> dict[tuple[str, int], _Evidence]:
-    """The figures of the `wanted` (case, attempt) pairs: the last line of each counts.
-
-    Only the last line may be broken (a crash cut it short); it is passed over, as every
-    reader of the archive does. A broken line before it is damage, and stops the reading.
+def read_evidence(archive: RunArchive, filters: Filters) -> dict[tuple[str, int], _Figures]:
+    """The figures of each (case, attempt) that the filters keep, read as every reader of
+    the run reads them (`RunArchive.iter_attempts`: the last line of an attempt counts).
 
     Raises:
         ProjectError: a line other than the last is not an evidence line.
     """
-    path = archive.evidence_path
-    found: dict[tuple[str, int], _Evidence] = {}
-    if not path.exists():
-        return found
-    broken: int | None = None
-    with open_regular(path) as lines, naming(path):
-        for number, line in enumerate(lines, start=1):
-            if broken is not None:
-                raise ProjectError(
-                    f"{path}: line {broken}: not a valid evidence line "
-                    "(only a last line cut short by a crash is skipped)"
-                )
-            if not line.strip() or filters.skips_line(line):
-                continue
-            try:
-                if not line.endswith(b"\n"):
-                    raise ValueError
-                raw = json.loads(line)
-                key = (raw["case_id"], int(raw.get("attempt", 0)))
-                if key in wanted and filters.keeps(raw):
-                    found[key] = _evidence_of(raw)
-            except (ValueError, KeyError, TypeError, AttributeError):
-                broken = number
+    found: dict[tuple[str, int], _Figures] = {}
+    for evidence in archive.iter_attempts(warn=False):
+        if filters.keeps(evidence.case_id, evidence.suite, evidence.split):
+            found[(evidence.case_id, evidence.attempt)] = _Figures.of(evidence)
     return found
 
 
-def read_attempts(
-    scored: Scored,
-    filters: Filters,
-    columns: Columns,
-    evidence: Mapping[tuple[str, int], _Evidence] | None = None,
-) -> None:
-    """Append a scoring's shown dev attempts, with the figures of their evidence."""
-    graded = list(graded_lines(scored, filters))
-    if evidence is None:
-        wanted = {(raw["case_id"], raw["attempt"]) for raw in graded}
-        evidence = read_evidence(scored.archive, filters, wanted)
+def read_attempts(scored: Scored, filters: Filters, columns: Columns) -> None:
+    """Append a scoring's shown dev attempts, with the figures of their evidence.
+
+    Raises:
+        ProjectError: a line of the verdicts or the evidence does not read.
+    """
+    evidence = read_evidence(scored.archive, filters)
     v = columns.values
-    for raw in graded:
-        key = (raw["case_id"], raw["attempt"])
+    before = len(v["case_id"])
+    for attempt in graded_lines(scored, filters):
+        key = (attempt.case_id, attempt.attempt)
         figures = evidence.get(key, _NO_EVIDENCE)
-        statuses = [verdict["status"] for verdict in raw["verdicts"]]
-        score = raw.get("score")
-        v["case_id"].append(key[0])
-        v["suite"].append(raw["suite"])
+        statuses = [verdict.status for verdict in attempt.verdicts]
+        v["case_id"].append(attempt.case_id)
+        v["suite"].append(attempt.suite)
         v["split"].append("dev")
-        v["attempt"].append(key[1])
-        v["passed"].append(bool(raw["passed"]) and figures.unrun is None)
-        v["score"].append(float(score) if isinstance(score, int | float) else None)
+        v["attempt"].append(attempt.attempt)
+        v["passed"].append(attempt.passed and figures.unrun is None)
+        v["score"].append(attempt.score)
         v["unrun"].append(figures.unrun)
         v["failure"].append(figures.failure)
         v["verdicts"].append(len(statuses))
@@ -504,4 +428,4 @@ def read_attempts(
         v["refusal_code"].append(figures.refusal_code)
         v["started_at"].append(figures.started_at)
         v["finished_at"].append(figures.finished_at)
-    columns.segments.append((scored, len(graded)))
+    columns.segments.append((scored, len(v["case_id"]) - before))
