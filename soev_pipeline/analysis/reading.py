@@ -121,8 +121,15 @@ class Scored:
             raise ProjectError(f"{path}: not a report (not a JSON object)")
         try:
             return Report.model_validate({**raw, "cases": []})
-        except ValueError as exc:
-            raise ProjectError(f"{path}: not a valid report ({exc})") from None
+        except ValidationError as exc:
+            raise ProjectError(f"{path}: not a valid report ({_first(exc)})") from None
+
+
+def _first(exc: ValidationError) -> str:
+    """The first problem of a validation error, on one line: its field and message."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return f"{field + ': ' if field else ''}{first['msg']}"
 
 
 def scorings_of(archive: RunArchive, manifest: Manifest, *, every: bool) -> list[Scored]:
@@ -134,8 +141,10 @@ def scorings_of(archive: RunArchive, manifest: Manifest, *, every: bool) -> list
         raw = read_json_file(path / SCORING)
         try:
             summary = GradingSummary.model_validate(raw)
-        except ValueError as exc:
-            raise ProjectError(f"{path / SCORING}: not a valid scoring summary ({exc})") from None
+        except ValidationError as exc:
+            raise ProjectError(
+                f"{path / SCORING}: not a valid scoring summary ({_first(exc)})"
+            ) from None
         found.append(Scored(archive, manifest, path, summary))
         if not every:
             break

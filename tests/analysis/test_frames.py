@@ -196,3 +196,12 @@ def test_a_project_without_runs_gives_empty_frames_of_the_same_types(own_nights:
         frame = FRAMES[table](own_nights.project_file)
         assert len(frame) == 0
         assert [str(dtype) for dtype in frame.dtypes] == [c.dtype for c in TABLES[table]]
+
+
+def test_a_damaged_report_is_one_line_that_names_it(own_nights: Nights) -> None:
+    report = own_nights.archive("n1").scorings()[-1] / "report.json"
+    report.write_text('{"run_id": "n1", "overall": 3}', encoding="utf-8")
+    with pytest.raises(ProjectError) as raised:
+        runs_frame(own_nights.project_file, runs=["n1"])
+    assert str(raised.value).startswith(f"{report}: not a valid report (")
+    assert "\n" not in str(raised.value)
