@@ -20,6 +20,7 @@ from soev_pipeline.core.secrets import redact
 from .calibrating import add_calibrate_parser
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
 from .probing import add_probe_parser
+from .exporting import add_export_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
 from .viewing import add_view_parser, port
 
@@ -214,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_view_parser(commands, _add_project, _add_runs_dir)
     add_calibrate_parser(commands, _add_project, _add_runs_dir, _run_id)
     add_probe_parser(commands, _add_project, _add_runs_dir, _run_id, _fraction(False, False))
+    add_export_parser(commands, _add_project, _add_runs_dir, _run_id)
 
     seal = commands.add_parser("seal", help="record the digests of the test cases")
     seal.add_argument("--append", action="store_true", help="only add new test cases")
