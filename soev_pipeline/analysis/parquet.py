@@ -14,17 +14,18 @@ written through).
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.errors import OutputPathError
+from soev_pipeline.core.outputs import replace_file
 from soev_pipeline.project import ProjectPaths
 from soev_pipeline.run.archive import naming
 
@@ -69,25 +70,30 @@ def check_folder(folder: Path, paths: ProjectPaths) -> Path:
     """The folder to export into, resolved, once it is found safe to write in.
 
     Raises:
-        ProjectError: the folder is a symbolic link or not a folder; it lies inside the
-            runs or the state of the project, or is the project's folder; its parent does
-            not exist; or a table's file in it is not a regular file.
+        OutputPathError (a usage error, exit 2, as for every output flag): the folder is
+            a symbolic link or not a folder; it lies inside the runs or the state of the
+            project, or is the project's folder; its parent does not exist; or a table's
+            file in it is not a regular file.
     """
     if folder.is_symlink():
-        raise ProjectError(f"{folder}: a symbolic link; give the folder it points to")
+        raise OutputPathError(f"--parquet {folder}: a symbolic link; give the folder it points to")
     resolved = folder.resolve()
     if resolved.exists() and not resolved.is_dir():
-        raise ProjectError(f"{folder}: not a folder")
+        raise OutputPathError(f"--parquet {folder}: not a folder")
     if not resolved.parent.is_dir():
-        raise ProjectError(f"{folder}: its folder {resolved.parent} does not exist")
+        raise OutputPathError(f"--parquet {folder}: its folder {resolved.parent} does not exist")
     for guarded, what in (
         (paths.runs.resolve(), "the runs archive"),
         (paths.state.resolve(), "the project's state"),
     ):
         if resolved == guarded or resolved.is_relative_to(guarded):
-            raise ProjectError(f"{folder}: inside {what} ({guarded}); export somewhere else")
+            raise OutputPathError(
+                f"--parquet {folder}: inside {what} ({guarded}); export somewhere else"
+            )
     if resolved == paths.directory.resolve():
-        raise ProjectError(f"{folder}: the project's own folder; export into a folder of its own")
+        raise OutputPathError(
+            f"--parquet {folder}: the project's own folder; export into a folder of its own"
+        )
     for table in TABLES:
         target = resolved / f"{table}{SUFFIX}"
         try:
@@ -95,7 +101,9 @@ def check_folder(folder: Path, paths: ProjectPaths) -> Path:
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(info.st_mode):
-            raise ProjectError(f"{target}: not a regular file; it is never written through")
+            raise OutputPathError(
+                f"--parquet {target}: not a regular file; it is never written through"
+            )
     return resolved
 
 
@@ -109,13 +117,12 @@ def write_tables(folder: Path, tables: Mapping[str, pd.DataFrame]) -> list[Writt
     written = []
     for name, frame in tables.items():
         target = folder / f"{name}{SUFFIX}"
-        temporary = folder / f".{name}{SUFFIX}.{os.getpid()}.tmp"
         table = pa.Table.from_pandas(frame, schema=arrow_schema(TABLES[name]), preserve_index=False)
-        try:
-            with naming(target):
-                pq.write_table(table, temporary, compression="zstd")
-                os.replace(temporary, target)
-        finally:
-            temporary.unlink(missing_ok=True)
+        with naming(target):  # a new temporary file (never a link), renamed over the target
+            replace_file(target, partial(_write_parquet, table), option="--parquet")
         written.append(Written(target, len(frame)))
     return written
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd")

@@ -45,8 +45,8 @@ from soev_pipeline.run.service import RunSelection
 from .calibrating import calibrated_report
 from .calibrating import cmd_calibrate as cmd_calibrate
 from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, interrupted
-from .probing import cmd_probe_judge as cmd_probe_judge
 from .exporting import cmd_export as cmd_export
+from .probing import cmd_probe_judge as cmd_probe_judge
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status

@@ -19,8 +19,8 @@ from soev_pipeline.core.secrets import redact
 
 from .calibrating import add_calibrate_parser
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
-from .probing import add_probe_parser
 from .exporting import add_export_parser
+from .probing import add_probe_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
 from .viewing import add_view_parser, port
 

@@ -29,7 +29,7 @@ def test_export_writes_the_tables_of_the_runs_it_is_given(nights: Nights, tmp_pa
     neither = invoke("export", "--parquet", out, *project)
     assert neither.status == 2 and "give the runs to export, or --all" in neither.error_line()
     inside = invoke("export", "--all", "--parquet", nights.runs / "x", *project)
-    assert inside.status == 1 and "inside the runs archive" in inside.error_line()
+    assert inside.status == 2 and "inside the runs archive" in inside.error_line()
     assert not (nights.runs / "x").exists()
     unknown = invoke("export", "n9", "--parquet", out, *project)
     assert unknown.status == 1 and "no run 'n9'" in unknown.error_line()
