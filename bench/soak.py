@@ -5,10 +5,16 @@ on and a bearer token required, this starts runs of a copy of the demo project a
 random moment, kills them with SIGKILL, interrupts them with SIGINT or stops them with
 SIGTERM (as a CI runner or Kubernetes does), or lets them finish;
 resumes them until they are complete; and rescores finished runs two at a time. The runs
+folder is a small tmpfs (when the soak may mount one, as root): at random, a run's disk is
+filled while it runs, and freed before the resume. At random too, `report --html` and
+`--junit` are aimed at a finished run's archive, at project.yaml and at a link into the
+archive; each must be refused (exit 2) and change no byte. The runs
 reach the assistant through a relay that cuts emoji in half: with `--surrogate-rate`, a
 reply's `Volgens` becomes `\ud83ds` on the wire (the same number of bytes, so the HTTP
 framing holds), a lone surrogate escape as models emit them. After each step it checks:
 - every (case, attempt) pair is archived at most once, and exactly once when a run is done;
+- a run that the full disk stopped ends with one line that names the file, and the resume
+  loses nothing;
 - the report of a finished run counts the attempts its evidence holds;
 - no command ends with an internal error, and every evidence line is UTF-8 JSON;
 - the token appears nowhere in the project folder (archive and Dagster storage included),
@@ -26,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import errno
+import hashlib
 import json
 import os
 import random
@@ -42,6 +50,9 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import yaml
+
+from soev_pipeline.core.models import Evidence
+from soev_pipeline.run.unrun import did_not_run
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
@@ -67,6 +78,8 @@ class Tally:
     surrogates: int = 0
     replaced: int = 0
     crashes: int = 0
+    full_disks: int = 0
+    outputs_refused: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -144,6 +157,19 @@ def _forms(secret: str) -> list[bytes]:
     return found
 
 
+def _tmpfs(folder: Path, megabytes: int = 256) -> bool:
+    """Mount a tmpfs of `megabytes` on `folder` (as root); whether it is mounted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "soev_pipeline", *args]
 
@@ -157,9 +183,17 @@ def _test_ids(project: Path) -> set[str]:
 
 
 def _pairs(run: Path) -> tuple[Counter[tuple[str, int]], int, int]:
-    """How often each pair is archived; the complete lines that are not UTF-8 JSON (only a
-    last line cut by a kill may be broken); the replies that hold a replaced surrogate."""
+    """How often each pair is archived as having run; the complete lines that are not
+    UTF-8 JSON (only a last line cut by a kill may be broken); the replies that hold a
+    replaced surrogate.
+
+    A pair whose attempt did not run (a 5xx, no connection) is archived again when it is run
+    once more, and its last line counts (docs/runs.md): only lines of attempts that ran can
+    be duplicates, so those are the ones counted. A pair with only lines that did not run
+    counts once.
+    """
     counts: Counter[tuple[str, int]] = Counter()
+    unrun: set[tuple[str, int]] = set()
     broken = replaced = 0
     path = run / "evidence.jsonl"
     if not path.exists():
@@ -173,8 +207,14 @@ def _pairs(run: Path) -> tuple[Counter[tuple[str, int]], int, int]:
             except ValueError:
                 broken += 1
                 continue
-            counts[(raw["case_id"], raw["attempt"])] += 1
+            pair = (raw["case_id"], raw["attempt"])
+            if did_not_run(Evidence.model_validate(raw)) is None:
+                counts[pair] += 1
+            else:
+                unrun.add(pair)
             replaced += "\ufffd" in (raw.get("reply") or "")
+    for pair in unrun - set(counts):
+        counts[pair] = 1
     return counts, broken, replaced
 
 
@@ -202,6 +242,25 @@ class Soak:
             for p in self.project.glob("suites/**/*.yaml")
         )
         self.done: list[str] = []
+        self.disk = _tmpfs(self.project / "runs")
+        self.full_disk_rate = 0.15
+
+    def close(self) -> None:
+        if self.disk:
+            subprocess.run(["umount", str(self.project / "runs")], check=False)
+
+    def _fill(self) -> Path:
+        """Fill the runs' tmpfs to the last byte; the file to delete to free it."""
+        filler = self.project / "runs" / "filler"
+        with filler.open("wb") as file:
+            try:
+                while True:
+                    file.write(b"\0" * (1 << 20))
+                    file.flush()
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+        return filler
 
     def _start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -237,6 +296,26 @@ class Soak:
         run_id = f"soak-{self.tally.runs:04d}"
         self.tally.runs += 1
         process = self._start("run", "--run-id", run_id, "--k", str(K))
+        if self.disk and self.rng.random() < self.full_disk_rate:
+            time.sleep(self.rng.uniform(0.3, 6.0))
+            filler = self._fill()
+            out, err = process.communicate(timeout=600)
+            filler.unlink()
+            self._check_output(out + err, run_id)
+            if process.returncode == 1:
+                self.tally.full_disks += 1
+                if "No space left on device" not in err or len(err.strip().splitlines()) != 1:
+                    self._problem(f"{run_id}: a full disk said: {err.strip()[-300:]}")
+            elif process.returncode != 0:
+                self._problem(f"{run_id}: on a full disk ended with {process.returncode}")
+            self._check_run(run_id, complete=process.returncode == 0)
+            if process.returncode == 0:
+                self.done.append(run_id)
+                return
+            if not (self.project / "runs" / run_id / "manifest.json").exists():
+                return
+            process = self._start("run", "--resume", run_id)
+            self.tally.resumes += 1
         while True:
             fate = self.rng.random()
             if fate < 0.75:
@@ -273,6 +352,34 @@ class Soak:
         if sorted(statuses) not in ([0, 0], [0, 1]):
             self._problem(f"{run_id}: two rescores ended with {statuses}")
         self._check_run(run_id, complete=True)
+
+    def outputs_at_the_archive(self) -> None:
+        """`report --html`/`--junit` aimed at the archive, the project, a link: refused
+        with exit 2, and not one byte of the run or the project changed."""
+        if not self.done:
+            return
+        run_id = self.rng.choice(self.done)
+        run = self.project / "runs" / run_id
+        link = self.project.parent / "link-into-the-archive.html"
+        link.unlink(missing_ok=True)
+        link.symlink_to(run / "evidence.jsonl")
+        scoring = sorted(run.glob("scorings/*/report.json"))[-1]
+        targets = [run / "evidence.jsonl", run / "manifest.json", scoring, run / "new.html"]
+        targets += [self.project / "project.yaml", link, scoring.parent / "report.html"]
+        target = self.rng.choice(targets)
+        option = self.rng.choice(["--html", "--junit"])
+        before = self._digests(run)
+        status = self._finish(self._start("report", run_id, option, str(target)), run_id)
+        after = self._digests(run)
+        if status != 2 or after != before:
+            self._problem(f"{run_id}: report {option} {target.name} ended {status}, changed files")
+        else:
+            self.tally.outputs_refused += 1
+
+    def _digests(self, run: Path) -> dict[Path, str]:
+        files = [path for path in run.rglob("*") if path.is_file()]
+        files.append(self.project / "project.yaml")
+        return {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
 
     def _check_run(self, run_id: str, *, complete: bool) -> None:
         run = self.project / "runs" / run_id
@@ -327,6 +434,9 @@ def main() -> int:
     options.add_argument(
         "--surrogate-rate", type=float, default=0.2, help="share of replies cut by the relay"
     )
+    options.add_argument(
+        "--full-disk-rate", type=float, default=0.15, help="share of runs whose disk fills up"
+    )
     args = options.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="soev-soak-") as folder:
@@ -352,10 +462,14 @@ def main() -> int:
             assert reference.stdout is not None
             relay = HalfEmojiRelay(reference.stdout.readline().strip(), args.surrogate_rate, 1)
             soak = Soak(Path(folder), relay.start(), rng)
+            soak.full_disk_rate = args.full_disk_rate
             started = time.monotonic()
             while time.monotonic() - started < args.minutes * 60:
-                if soak.done and rng.random() < 0.3:
+                fate = rng.random()
+                if soak.done and fate < 0.3:
                     soak.rescore_twice()
+                elif soak.done and fate < 0.4:
+                    soak.outputs_at_the_archive()
                 else:
                     soak.run_once()
                 t = soak.tally
@@ -367,6 +481,8 @@ def main() -> int:
                 )
             soak.check_storage()
         finally:
+            if "soak" in locals():
+                soak.close()
             reference.terminate()
             reference.wait(timeout=10)
     t = soak.tally
@@ -381,6 +497,9 @@ def main() -> int:
     print(f"pairs checked      {t.pairs}")
     print(f"duplicates         {t.duplicates}")
     print(f"half emoji sent    {relay.injected} ({t.replaced} in finished runs' replies)")
+    shown = f"{t.full_disks}" if soak.disk else "not tried (cannot mount a tmpfs)"
+    print(f"full disks         {shown}")
+    print(f"outputs refused    {t.outputs_refused} (aimed at the archive, the project, a link)")
     print(f"internal errors    {t.crashes}")
     print(f"leaks              {t.leaks}")
     print(f"problems           {len(t.problems)}")

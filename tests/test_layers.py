@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime",),
     ("run",),
     ("calibration",),
-    ("probes",),
+    ("probes", "analysis"),
     ("view",),
     ("api",),
     ("orchestration",),

@@ -44,6 +44,15 @@ PUBLIC = {
     "judges": ["JudgeLLM", "LLMJudge", "LangidDetector", "load_prompts", "prompt_shas"],
     "arms": ["ChatCompletionsArm", "SoevThreadArm", "create_http_client"],
     "run": ["Report", "RunArchive", "build_manifest", "build_report", "compare_runs"],
+    "analysis": [
+        "TABLES",
+        "attempts_frame",
+        "cases_frame",
+        "export_parquet",
+        "labels_frame",
+        "runs_frame",
+        "verdicts_frame",
+    ],
     "cli": [
         "CriterionParamsError",
         "DuplicateCriterionError",
@@ -58,7 +67,7 @@ PUBLIC = {
         "main",
     ],
 }
-CORE = ("core", "criteria", "judges", "arms", "run", "cli")
+CORE = ("core", "criteria", "judges", "arms", "run", "analysis", "cli")
 
 
 def isort_key(name: str) -> tuple[int, str]:

@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,9 +26,11 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from soev_pipeline.core.canonical import digest, sha256_text
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case, CriterionSpec, FrozenModel, Verdict
+from soev_pipeline.core.project import DEFAULT_LABELS
+from soev_pipeline.core.secrets import redact
 from soev_pipeline.criteria import CriterionRegistry, builtin_registry
 
-LABELS_GLOB = "labels/*.jsonl"
+LABELS_GLOB = DEFAULT_LABELS
 """Where label files are when project.yaml names none."""
 LABELS_FILE = "labels/labels.jsonl"
 """Where the viewer appends a label when no label file exists yet."""
@@ -143,8 +146,10 @@ def label_files(project_dir: Path, pattern: str | None = None) -> list[Path]:
     """The label files of a project: those its `labels` glob names, else `labels/*.jsonl`.
 
     Sorted by path; a glob that names nothing (a folder that does not exist) gives no file.
+    What the glob names that is not a folder counts, a FIFO or a device too: reading
+    reports it as not a regular file, rather than reading no label from it silently.
     """
-    return sorted(path for path in project_dir.glob(pattern or LABELS_GLOB) if path.is_file())
+    return sorted(path for path in project_dir.glob(pattern or LABELS_GLOB) if not path.is_dir())
 
 
 def label_target(project_dir: Path, pattern: str | None = None) -> Path:
@@ -173,12 +178,13 @@ def labels_version(project_dir: Path, pattern: str | None = None) -> str:
 
     A label added, changed or removed, or a file added or removed, changes it; a watcher
     compares it with the recorded one to notice an edit. A file that cannot be read
-    counts as empty.
+    counts as empty, as one that is not a regular file (a FIFO) does.
     """
     entries = []
     for path in label_files(project_dir, pattern):
         try:
-            content = hashlib.sha256(path.read_bytes()).hexdigest()
+            regular = stat.S_ISREG(path.stat().st_mode)
+            content = hashlib.sha256(path.read_bytes()).hexdigest() if regular else ""
         except OSError:
             content = ""
         entries.append([path.relative_to(project_dir).as_posix(), content])
@@ -299,6 +305,9 @@ def read_labels(
     left_out: list[LeftOut] = []
     for path in files:
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # opening a FIFO would wait for ever
+                left_out.append(LeftOut(file=str(path), line=0, why="not a regular file"))
+                continue
             for number, raw in _lines(path):
                 if raw is not None and not raw.strip():
                     continue
@@ -321,33 +330,57 @@ def append_label(
     label: LabelLine,
     cases: Mapping[str, Case],
     registry: CriterionRegistry | None = None,
+    *,
+    inside: Path | None = None,
 ) -> None:
     """Append `label` to the label file at `path` as one line, under an exclusive lock.
 
-    The file and its folder are made when missing. A last line that a crash left without
+    What a person typed (`by`, `note`) is redacted as every recorded text is
+    (`core.secrets`): a key pasted into a note is never stored. The file and its folder
+    are made when missing. A last line that a crash left without
     its newline gets one first, so the new line stands on its own. The line is synced to
-    disk before the lock is let go.
+    disk before the lock is let go. A write that fails (a full disk) cuts the file back to
+    its size before it, so no half line is left.
+
+    With `inside` (the project directory), the file must lie in it once links are
+    resolved: a `labels/` link that leads out of the project is refused, as a label glob
+    outside it is.
 
     Raises:
         ProjectError: the label cannot count against `cases` (a test case, a case or
-            criterion the project does not have, a label the kind does not give).
-        OSError: the file cannot be written.
+            criterion the project does not have, a label the kind does not give); the
+            file is not a regular file, or lies outside `inside`.
+        OSError: the file cannot be written; it names the file.
     """
     why = check_label(label, cases, registry)
     if why is not None:
         raise ProjectError(f"{path}: label refused: {why}")
-    line = (label.to_line() + "\n").encode("utf-8")
+    typed = {"by": redact(label.by), "note": None if label.note is None else redact(label.note)}
+    line = (label.model_copy(update=typed).to_line() + "\n").encode("utf-8")
+    if inside is not None:
+        root, where = inside.resolve(), path.resolve()
+        if root not in where.parents:
+            raise ProjectError(
+                f"{path}: leads outside the project directory {root} (to {where}); a label "
+                "is written only inside the project"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
     try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ProjectError(f"{path}: not a regular file; labels are appended to a file")
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         size = os.fstat(descriptor).st_size
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             line = b"\n" + line
-        written = 0
-        while written < len(line):
-            written += os.write(descriptor, line[written:])
-        os.fsync(descriptor)
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(descriptor, line[written:])
+            os.fsync(descriptor)
+        except OSError as exc:
+            os.ftruncate(descriptor, size)  # no half line for calibrate to report later
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(descriptor)  # closing lets go of the lock
 

@@ -9,6 +9,7 @@ the `report` command and the `judge_calibration` asset all come through here.
 
 from __future__ import annotations
 
+import stat
 from collections import defaultdict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -315,7 +316,8 @@ def candidate_prompts(folder: Path, current: Mapping[str, str]) -> dict[str, str
     Raises:
         ProjectError: the folder is missing, holds no prompt file, a file names no known
             task (a typo would otherwise leave the old prompt in place unnoticed), or a file
-            is not UTF-8 text.
+            cannot be read, is not UTF-8 text, or is empty (the judge would be asked with
+            no instructions, and the figures would compare nothing).
     """
     if not folder.is_dir():
         raise ProjectError(f"{folder}: --prompts: no such folder")
@@ -325,13 +327,29 @@ def candidate_prompts(folder: Path, current: Mapping[str, str]) -> dict[str, str
         if task not in current:
             known = ", ".join(sorted(current))
             raise ProjectError(f"{path}: --prompts: {task!r} is not a judge task ({known})")
-        try:
-            found[task] = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            raise ProjectError(f"{path}: --prompts: not UTF-8 text") from None
+        found[task] = _prompt_text(path)
     if not found:
         raise ProjectError(f"{folder}: --prompts: the folder holds no <task>.md prompt file")
     return found
+
+
+def _prompt_text(path: Path) -> str:
+    """The text of a candidate prompt file, refused when it cannot serve as one."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ProjectError(f"{path}: --prompts: not a regular file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ProjectError(f"{path}: --prompts: cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProjectError(f"{path}: --prompts: not UTF-8 text") from None
+    if not text.strip():
+        raise ProjectError(
+            f"{path}: --prompts: the prompt is empty; write the judge's instructions"
+        )
+    return text
 
 
 async def calibrate(

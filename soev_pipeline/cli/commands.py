@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 from soev_pipeline import api
 from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.explain import explain, unwrap
+from soev_pipeline.core.outputs import check_output
 from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
 from soev_pipeline.project import (
@@ -19,6 +22,7 @@ from soev_pipeline.project import (
     ProjectPaths,
     load,
     load_for_sealing,
+    owned_paths,
     read_project,
     write_seal,
 )
@@ -40,7 +44,8 @@ from soev_pipeline.run.service import RunSelection
 
 from .calibrating import calibrated_report
 from .calibrating import cmd_calibrate as cmd_calibrate
-from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, interrupted
+from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, interrupted
+from .exporting import cmd_export as cmd_export
 from .probing import cmd_probe_judge as cmd_probe_judge
 from .progress import Preloading, TerminalProgress
 from .render import render_comparison, render_plan, render_report, write_report_json
@@ -106,6 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
             return interruption_status()
+        stopped = _stopped(RunArchive(paths.runs, run_id), unwrap(exc))
+        if stopped is not None:
+            raise stopped from exc
         raise
     progress.close()
     _record(evaluation)
@@ -127,6 +135,27 @@ def _interrupted(archive: RunArchive) -> None:
         )
     else:
         print(f"\n{how} before the run was archived; nothing to resume", file=sys.stderr)
+
+
+def _stopped(archive: RunArchive, exc: BaseException) -> RunStoppedError | None:
+    """The one line of a run that a file stopped (a full disk): the file, what is archived,
+    and how to go on; None when it is not such a stop, or nothing was archived."""
+    if not isinstance(exc, OSError) or isinstance(exc, ConnectionError) or not archive.exists():
+        return None
+    try:
+        done = len(archive.completed())
+    except (OSError, ProjectError):
+        return None
+    when = (
+        "free some space"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        else "once the file can be written"
+    )
+    attempts = "attempt is" if done == 1 else "attempts are"
+    return RunStoppedError(
+        f"{explain(exc)}; run {archive.run_id!r} stopped, {done} {attempts} archived in "
+        f"{archive.path}; {when}, then resume with: soev-evals run --resume {archive.run_id}"
+    )
 
 
 def _record(evaluation: api.Evaluation) -> None:
@@ -158,6 +187,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = _paths(args)
     project = read_project(paths.project_file)
     archive = RunArchive(paths.runs, check_run_id(args.run))
+    owned = owned_paths(paths, project)
+    for option, output in (("--junit", args.junit), ("--html", args.html)):
+        if output is not None:  # before any work, and before the other flag writes
+            check_output(output, option=option, owned=owned)
     check_same_project(archive.manifest(), project.name)
     with frozen_heap():
         report = read_report(archive)
@@ -166,9 +199,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         _print(render_report(report))
     if args.junit is not None:
-        write_junit(args.junit.resolve(), report, read_attempts(archive))
+        write_junit(args.junit, report, read_attempts(archive), owned=owned)
     if args.html is not None:
-        write_html(args, paths, archive)
+        write_html(args, paths, archive, owned)
     rate = report.overall.pass_rate
     if args.fail_under is not None and report.inconclusive:
         print(
@@ -200,12 +233,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_same_project(manifest, project.name)
     if args.baseline == "previous":
         baseline = previous_run(paths.runs, manifest, max_unrun=args.max_unrun)
-        if baseline is None:
-            raise ProjectError(
-                f"{paths.runs}: run {run.run_id!r} has no earlier run of project "
+        if baseline is None:  # the first night, or after nights that were all inconclusive
+            _notice(
+                f"nothing to compare with: run {run.run_id!r} has no earlier run of project "
                 f"{project.name!r} with a report, of whose attempts at most "
-                f"{100 * args.max_unrun:g} % did not run, to compare with"
+                f"{100 * args.max_unrun:g} % did not run; no regression to find"
             )
+            return EXIT_OK
     else:
         baseline = RunArchive(paths.runs, check_run_id(args.baseline))
         check_same_project(baseline.manifest(), project.name)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from soev_pipeline.core.errors import UnreachableSystemError
-from soev_pipeline.core.explain import explain, is_user_error
+from soev_pipeline.core.errors import OutputPathError, SoevError, UnreachableSystemError
+from soev_pipeline.core.explain import explain, is_user_error, unwrap
 
-__all__ = ["describe_error", "interrupted", "is_user_error"]
+__all__ = ["RunStoppedError", "describe_error", "interrupted", "is_user_error"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -27,16 +27,24 @@ _INTERRUPTIONS = frozenset(
 )
 
 
+class RunStoppedError(SoevError):
+    """A file of the run could not be written or read (a full disk): the run stopped, what
+    it archived is kept, and the message says how to resume it."""
+
+
 def interrupted(exc: BaseException) -> bool:
-    """Whether `exc` is Ctrl-C, as it reaches us directly or through Dagster or asyncio."""
-    return type(exc).__name__ in _INTERRUPTIONS
+    """Whether `exc` is Ctrl-C, as it reaches us directly or through Dagster or asyncio
+    (also inside an exception group)."""
+    return type(unwrap(exc)).__name__ in _INTERRUPTIONS
 
 
 def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
     """The message (one line, without sealed content) and exit status for `exc`.
 
     A run whose first attempts could not reach the assistant properly (a wrong route or
-    key) exits 2, as a wrong command line does: the command, not the assistant, is wrong.
+    key) exits 2, as a wrong command line does: the command, not the assistant, is wrong;
+    so does an output path that may not be written.
     """
-    status = EXIT_USAGE if isinstance(exc, UnreachableSystemError) else EXIT_ERROR
+    usage = isinstance(unwrap(exc), UnreachableSystemError | OutputPathError)
+    status = EXIT_USAGE if usage else EXIT_ERROR
     return explain(exc, getattr(args, "project", Path("project.yaml"))), status

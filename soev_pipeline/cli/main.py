@@ -14,13 +14,15 @@ from typing import NoReturn
 
 from soev_pipeline import __version__
 from soev_pipeline.core.chars import printable
+from soev_pipeline.core.explain import unwrap
 from soev_pipeline.core.secrets import redact
 
 from .calibrating import add_calibrate_parser
 from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
+from .exporting import add_export_parser
 from .probing import add_probe_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
-from .viewing import add_view_parser
+from .viewing import add_view_parser, port
 
 
 class _Parser(argparse.ArgumentParser):
@@ -213,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_view_parser(commands, _add_project, _add_runs_dir)
     add_calibrate_parser(commands, _add_project, _add_runs_dir, _run_id)
     add_probe_parser(commands, _add_project, _add_runs_dir, _run_id, _fraction(False, False))
+    add_export_parser(commands, _add_project, _add_runs_dir, _run_id)
 
     seal = commands.add_parser("seal", help="record the digests of the test cases")
     seal.add_argument("--append", action="store_true", help="only add new test cases")
@@ -224,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the bundled reference assistant; prints its URL once it listens.",
     )
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    serve.add_argument("--port", type=port, default=8765, help="0 picks a free port")
     serve.add_argument("--latency-ms", default="0", metavar="MS", help="time per turn")
     serve.add_argument("--failure-rate", default="0", metavar="P", help="chance a turn fails")
     serve.add_argument("--seed", default="0", help="seed of the failure draws")
@@ -263,7 +266,7 @@ def main(argv: Sequence[str] | None = None, *, restore_sigint: bool = False) -> 
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        if interrupted(exc):
+        if interrupted(unwrap(exc)):
             print(f"\n{interruption_name()}", file=sys.stderr)
             return interruption_status()
         if args.debug:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import EXIT_GATE, EXIT_OK
 
 if TYPE_CHECKING:
-    from soev_pipeline.probes import CriterionProbes, ProbeFigures, Probing
+    from soev_pipeline.probes import ProbeFigures, Probing
 
 
 def _count(text: str) -> int:
@@ -185,34 +185,9 @@ def render_probes(probing: Probing, max_flip: float, items: int, seed: int) -> s
     lines.append(_table(rows, list(rows[0]) if rows else ["criterion"]))
     lines.append("")
     for name, criterion in report.criteria.items():
-        lines.append(f"{name}: {criterion_line(criterion, max_flip)}")
+        lines.append(f"{name}: {criterion.verdict_line(max_flip)}")
     return "\n".join(lines) + "\n"
 
 
 def _shown(count: int | None) -> str:
     return "an unknown number of" if count is None else str(count)
-
-
-def criterion_line(criterion: CriterionProbes, max_flip: float) -> str:
-    """What one criterion's probes say: the biases shown above `max_flip`, and how
-    sensitive the judge is."""
-    biases = criterion.biases(max_flip)
-    if biases:
-        shown = ", ".join(
-            f"{name} (at least {_percent(criterion.probes[name].lower)} of items flip)"
-            for name in biases
-        )
-        said = f"bias shown: {shown}"
-    else:
-        said = f"no bias shown above {_percent(max_flip)}"
-    sensitivity = criterion.probes.get("counterfactual")
-    if sensitivity is None:
-        return f"{said}; sensitivity not probed (no failing reply is known for this kind)"
-    if sensitivity.flip_rate is None:
-        return f"{said}; sensitivity not measured (the judge passed no probed item)"
-    counted = f"{sensitivity.flipped} of {sensitivity.items}"
-    if sensitivity.flipped == 0:
-        return f"{said}; not sensitive at all: a failing reply flipped none of {sensitivity.items}"
-    if sensitivity.flip_rate < 1 - max_flip:
-        return f"{said}; partly sensitive: a failing reply flipped only {counted}"
-    return f"{said}; sensitive: a failing reply flipped {counted}"

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from .errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from soev_pipeline.core.outputs import Owned
     from soev_pipeline.project import ProjectPaths
     from soev_pipeline.run.archive import RunArchive
 
@@ -37,7 +38,7 @@ def add_view_parser(
         "and runs until Ctrl-C.",
     )
     view.add_argument("--host", default="127.0.0.1", help="the address to listen on")
-    view.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    view.add_argument("--port", type=port, default=0, help="the port (default: a free one)")
     view.add_argument(
         "--token",
         metavar="T",
@@ -46,6 +47,17 @@ def add_view_parser(
     )
     add_project(view)
     add_runs_dir(view)
+
+
+def port(text: str) -> int:
+    """An argparse type for a TCP port: 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must lie in 0 to 65535, not {value}")
+    return value
 
 
 def _listening(host: str, port: int) -> socket.socket:
@@ -72,7 +84,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     """Load the project, listen, print the URL, and serve until Ctrl-C."""
     from soev_pipeline.project import load
     from soev_pipeline.view import create_app, warm_up
-    from soev_pipeline.view.security import is_loopback
+    from soev_pipeline.view.security import MIN_TOKEN_LENGTH, is_loopback, weak_token
 
     from .commands import _paths
 
@@ -84,27 +96,38 @@ def cmd_view(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    weak = None if token is None or is_loopback(args.host) else weak_token(token)
+    if weak is not None:
+        print(
+            f"soev-evals: error: --host {args.host} is not a loopback address, and the token is "
+            f"too weak to guard it: {weak}; give one of at least {MIN_TOKEN_LENGTH} printable "
+            "characters of two classes or more (openssl rand -hex 16)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     app = create_app(loaded, paths.runs, token=token, host=args.host)
 
-    import uvicorn
+    from soev_pipeline.view.server import make_server
 
     threading.Thread(target=warm_up, args=(app,), name="soev-view-warm-up", daemon=True).start()
     sock = _listening(args.host, args.port)
     port = int(sock.getsockname()[1])
     print(f"soev-evals view of {loaded.project.name!r}: {_url(args.host, port, token)}", flush=True)
     print("press Ctrl-C to stop", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    make_server(app).run(sockets=[sock])
     return EXIT_OK
 
 
-def write_html(args: argparse.Namespace, paths: ProjectPaths, archive: RunArchive) -> None:
+def write_html(
+    args: argparse.Namespace, paths: ProjectPaths, archive: RunArchive, owned: list[Owned]
+) -> None:
     """`report RUN --html FILE`: write the run's HTML report (its case pages need the
-    project's definitions and corpus, which `report` alone does not load)."""
+    project's definitions and corpus, which `report` alone does not load), never onto one
+    of the project's `owned` paths."""
     from soev_pipeline.project import load
     from soev_pipeline.view import write_html_report
 
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
-    write_html_report(loaded, archive, args.html)
+    write_html_report(loaded, archive, args.html, owned=owned)

@@ -79,6 +79,12 @@ class ProjectError(SoevError):
     """The project's files are invalid: project.yaml, a suite, the corpus lookup or the seal."""
 
 
+class OutputPathError(ProjectError):
+    """A path given to an output flag (`--junit FILE`, `--html FILE`) that may not be
+    written: a folder, a device, a symbolic link, or a file of the project or its runs.
+    A usage error: the command line, not the project, is wrong."""
+
+
 class SuiteError(ProjectError):
     """A suite has no file, or a suite file is invalid."""
 

@@ -14,9 +14,35 @@ from pydantic import ValidationError
 from .errors import SealChangedError, SoevError, validation_problem, where
 from .secrets import redact
 
+_CANCELLED = frozenset({"CancelledError", "KeyboardInterrupt"})
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The error inside an exception group (asyncio's `TaskGroup` raises one): the first
+    that is the user's to act on, else the first that is not a cancellation, else the
+    first. Anything else is returned as it is."""
+    leaves: list[BaseException] = []
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, BaseExceptionGroup) and current.exceptions:
+            stack.extend(reversed(current.exceptions))
+        else:
+            leaves.append(current)
+    for wanted in (
+        is_user_error,
+        lambda leaf: type(leaf).__name__ not in _CANCELLED,
+        lambda leaf: True,
+    ):
+        for leaf in leaves:
+            if wanted(leaf):
+                return leaf
+    return exc
+
 
 def is_user_error(exc: BaseException) -> bool:
     """Whether `exc` is about the user's files or systems, not a bug of ours."""
+    exc = unwrap(exc) if isinstance(exc, BaseExceptionGroup) else exc
     return isinstance(exc, SoevError | ValidationError | yaml.YAMLError | OSError | ImportError)
 
 
@@ -27,6 +53,7 @@ def explain(exc: BaseException, project_file: Path | str = "project.yaml") -> st
 
 
 def _explain(exc: BaseException, project_file: Path) -> str:
+    exc = unwrap(exc)
     if isinstance(exc, SealChangedError):
         return exc.aggregate_message
     if isinstance(exc, SoevError):

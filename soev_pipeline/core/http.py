@@ -276,13 +276,15 @@ REASONING_PARTS = frozenset({"thinking", "reasoning"})
 """Content parts in which a reasoning model thinks aloud: not part of its answer."""
 
 
-def message_text(content: Any) -> str | None:
+def message_text(content: Any, *, other_parts: bool = False) -> str | None:
     """The text of a chat-completions message's `content`: a string, or an array of parts.
 
     An array (`[{"type": "text", "text": "..."}, ...]`, as several servers send it) reads
     as its text parts joined in order, passing over the parts in which a reasoning model
-    thinks aloud (`REASONING_PARTS`). It must hold a text part and no part of another type
-    (an image is not a text reply). None for anything else.
+    thinks aloud (`REASONING_PARTS`). It must hold a text part, and, unless `other_parts`,
+    no part of another type: an image is not a text reply of the system under test, while
+    the judge's answer is read from its text parts whatever else it holds. None for
+    anything else.
     """
     if isinstance(content, str):
         return content
@@ -295,6 +297,8 @@ def message_text(content: Any) -> str | None:
             continue
         text = part.get("text") if kind == "text" else None
         if not isinstance(text, str):
+            if other_parts and kind != "text" and isinstance(kind, str):
+                continue
             return None
         texts.append(text)
     return "".join(texts) if texts else None

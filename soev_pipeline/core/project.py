@@ -130,6 +130,10 @@ class ScoringConfig(FrozenModel):
     pass_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
+DEFAULT_LABELS = "labels/*.jsonl"
+"""Where label files are when project.yaml names none."""
+
+
 class SuiteEntry(FrozenModel):
     """A suite of the project: its name and the glob of its files."""
 

@@ -157,7 +157,11 @@ def _content(response: httpx.Response) -> str:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         raise JudgeError("judge call failed: the response has no choices[0].message") from None
-    content = message_text(message.get("content")) if isinstance(message, dict) else None
+    content = (
+        message_text(message.get("content"), other_parts=True)
+        if isinstance(message, dict)
+        else None
+    )
     if content is not None:
         return content
     if isinstance(message, dict) and message.get("refusal"):

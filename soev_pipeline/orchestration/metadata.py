@@ -22,12 +22,20 @@ from urllib.parse import quote
 
 import dagster as dg
 
+from soev_pipeline.analysis.columns import VERDICTS
 from soev_pipeline.core.models import STATUSES
 from soev_pipeline.project import LoadedProject, Suite
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.results import GroupFigures, PairedGroup, Report, StatusCounts
 from soev_pipeline.run.service import AttemptedRun, Scoring
 
+VERDICTS_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn(column.name, column.type, description=column.about) for column in VERDICTS
+    ]
+)
+"""The columns of the run's verdicts as `soev_pipeline.analysis.verdicts_frame` gives them and
+`soev-evals export` writes them (docs/analysis.md#verdicts)."""
 NO_SIGNIFICANT_REGRESSION = "no_significant_regression"
 GRADED_WITH_CURRENT_PROMPTS = "graded_with_current_prompts"
 
@@ -118,6 +126,7 @@ def report(
         for status, count in counts.as_dict().items():
             totals[status] += count
     metadata.update({f"verdicts/{status}": count for status, count in totals.items()})
+    metadata.update(verdicts_table(built))
     metadata["criteria"] = dg.MetadataValue.md(criteria_table(built.criteria))
     metadata["prompts"] = dg.MetadataValue.json(built.prompts)
     metadata["archive"] = dg.MetadataValue.path(str(archive.path))
@@ -133,6 +142,14 @@ def report(
         metadata["vs_previous/regressions"] = len(previous.regressions)
         metadata["vs_previous/improvements"] = len(previous.improvements)
     return metadata
+
+
+def verdicts_table(built: Report) -> dict[str, Any]:
+    """The table the run's verdicts make (`verdicts_frame` of the run): its columns, and its
+    rows, one per verdict of a dev attempt, counted from the report's case list rather than
+    read again from verdicts.jsonl."""
+    rows = sum(len(attempt.verdicts) for case in built.cases for attempt in case.attempts)
+    return {"dagster/column_schema": VERDICTS_SCHEMA, "dagster/row_count": rows}
 
 
 def rate(name: str | None, figures: GroupFigures) -> dict[str, float]:

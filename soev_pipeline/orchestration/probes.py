@@ -2,7 +2,8 @@
 
 `judge_probes`, downstream of `judge_prompts`, probes the judge on the labelled replies and
 the latest run's dev attempts (`soev_pipeline.probes.probe_judge`, the function of
-`soev-evals probe-judge`) and holds the figures as metadata; its check `judge_resists_probes`
+`soev-evals probe-judge`, which saves the probing for the viewer) and holds the figures as
+metadata, with links to the saved file and the viewer's page; its check `judge_resists_probes`
 fails when an invariance probe's flip rate is shown above `probes.max_flip` (default 0.05),
 or the counterfactual flips less often than 1 − it. A prompt edit, once recorded, makes it
 stale in Dagster's own lineage, as it does `judge_calibration`, and the prompts watch
@@ -10,12 +11,15 @@ probes again (`sensors`); the judge cache answers every probe a prompt edit did 
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from soev_pipeline.api import run_sync
 from soev_pipeline.probes import DEFAULT_MAX_FLIP, ProbeReport, judged_criteria, probe_judge
+from soev_pipeline.project import probes_file
+from soev_pipeline.project.listing import view_url
 
 from .assets import spec
 from .failures import one_line_errors
@@ -47,14 +51,20 @@ def probes_table(report: ProbeReport) -> str:
     return "\n".join(lines)
 
 
-def probes_metadata(report: ProbeReport, prompts_version: str) -> dict[str, Any]:
+def probes_metadata(
+    report: ProbeReport, prompts_version: str, saved: Path | None, viewer: str | None
+) -> dict[str, Any]:
     """`judge_probes`: each probe's flip rate per criterion (so the UI plots them over
-    materializations), the table, the judge's calls and cache hits, and the prompts
-    version that was probed."""
+    materializations), the table, the judge's calls and cache hits, the prompts version
+    that was probed, the file that keeps the probing, and its page in the viewer."""
     metadata: dict[str, Any] = {
         "prompts_version": prompts_version,
         "items": report.probed,
     }
+    if saved is not None:
+        metadata["probing"] = dg.MetadataValue.path(str(saved))
+    if viewer:
+        metadata["viewer"] = dg.MetadataValue.url(f"{viewer}/probes")
     if report.judge_calls is not None:
         metadata["judge_calls"] = report.judge_calls
     if report.cache_hits is not None:
@@ -132,12 +142,16 @@ def probe_the_judge(
     loaded, paths = project.loaded, project.paths
     max_flip = loaded.project.probes.max_flip
     report = ProbeReport(criteria={}, judge_calls=0, cache_hits=0)
+    saved = None
     if loaded.project.judge is not None or loaded.project.runtime is not None:
         with one_line_errors(paths.project_file):
             report = run_sync(probe_judge(loaded, paths.state, paths.runs)).report
+        saved = probes_file(paths.state, loaded.project.name)
     yield dg.MaterializeResult(
         asset_key=context.asset_key,
-        metadata=probes_metadata(report, loaded.prompts_version),
+        metadata=probes_metadata(
+            report, loaded.prompts_version, saved, view_url(project.name) if saved else None
+        ),
     )
     check = resists_check(report, max_flip=max_flip, judged=bool(judged_criteria(loaded)))
     yield check.result(context.asset_key)

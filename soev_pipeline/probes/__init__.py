@@ -24,6 +24,7 @@ from .builders import (
 )
 from .items import judged_criteria, label_targets, run_targets, select
 from .results import DEFAULT_MAX_FLIP, CriterionProbes, ProbeFigures, ProbeReport
+from .saved import SavedProbing, SavedTrial, read_probing, save_probing
 from .service import DEFAULT_ITEMS, Probing, Trial, probe_judge, probe_targets
 from .texts import BUILTIN, Texts
 
@@ -40,6 +41,8 @@ __all__ = [
     "ProbeReport",
     "Probed",
     "Probing",
+    "SavedProbing",
+    "SavedTrial",
     "Target",
     "Texts",
     "Trial",
@@ -49,7 +52,9 @@ __all__ = [
     "label_targets",
     "probe_judge",
     "probe_targets",
+    "read_probing",
     "run_targets",
+    "save_probing",
     "select",
     "with_reply",
 ]

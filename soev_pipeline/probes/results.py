@@ -99,6 +99,32 @@ class CriterionProbes(FrozenModel):
             and figures.flip_rate < 1 - max_flip
         ]
 
+    def verdict_line(self, max_flip: float) -> str:
+        """What the probes say of this criterion, in one line: the biases shown above
+        `max_flip`, and how sensitive the judge is (the line under `probe-judge`'s table,
+        and the viewer's)."""
+        biases = self.biases(max_flip)
+        if biases:
+            shown = ", ".join(
+                f"{name} (at least {_percent(self.probes[name].lower)} of items flip)"
+                for name in biases
+            )
+            said = f"bias shown: {shown}"
+        else:
+            said = f"no bias shown above {_percent(max_flip)}"
+        sensitivity = self.probes.get("counterfactual")
+        if sensitivity is None:
+            return f"{said}; sensitivity not probed (no failing reply is known for this kind)"
+        if sensitivity.flip_rate is None:
+            return f"{said}; sensitivity not measured (the judge passed no probed item)"
+        counted = f"{sensitivity.flipped} of {sensitivity.items}"
+        if sensitivity.flipped == 0:
+            none = f"a failing reply flipped none of {sensitivity.items}"
+            return f"{said}; not sensitive at all: {none}"
+        if sensitivity.flip_rate < 1 - max_flip:
+            return f"{said}; partly sensitive: a failing reply flipped only {counted}"
+        return f"{said}; sensitive: a failing reply flipped {counted}"
+
 
 class ProbeReport(FrozenModel):
     """Every probed criterion's figures, and what the judge did: the calls it made to the

@@ -3,8 +3,9 @@
 `probe_judge` gathers the items (labelled replies and a run's dev attempts), draws a seeded
 sample per judged criterion, grades each item as it is and as every probe changed it, with
 the project's judge and prompts, exactly as grading a run would (through the registry, so
-the judge cache serves both), and counts the verdicts that moved. The `probe-judge`
-command and the `judge_probes` asset both come through here.
+the judge cache serves both), counts the verdicts that moved, and saves what it found for
+the viewer (`saved`). The `probe-judge` command and the `judge_probes` asset both come
+through here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from soev_pipeline.calibration import calibration_judge, is_judged
@@ -20,7 +22,7 @@ from soev_pipeline.calibration.judging import prompt_digests
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import Judge, ReportsStats
-from soev_pipeline.project import LoadedProject
+from soev_pipeline.project import LoadedProject, probes_file
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.compare import latest_run
 from soev_pipeline.run.manifest import check_same_project
@@ -28,6 +30,7 @@ from soev_pipeline.run.manifest import check_same_project
 from .builders import PROBES, Probe, Probed, Target, generator
 from .items import check_criteria, counts_by_source, label_targets, run_targets, select
 from .results import CriterionProbes, ProbeFigures, ProbeReport
+from .saved import SavedProbing, SavedTrial, options_of, save_probing, trial_id
 from .texts import Texts
 
 DEFAULT_ITEMS = 20
@@ -54,6 +57,34 @@ class Trial:
     def flipped(self) -> bool:
         before, after = self.statuses
         return {before, after} == {"pass", "fail"}
+
+    def saved(self) -> SavedTrial:
+        """The trial as the probing file keeps it.
+
+        Raises:
+            RuntimeError: the item is of a test case, which must never reach a probe.
+        """
+        target = self.target
+        if target.case.split != "dev":
+            raise RuntimeError(f"case {target.case.id!r} is not a dev case: never probed")
+        options = options_of(target.spec)
+        probed_options = options_of(self.probed.spec)
+        changed = options != probed_options
+        return SavedTrial(
+            id=trial_id(target, self.probe.name),
+            criterion=target.name,
+            case_id=target.case.id,
+            source=target.source,
+            attempt=target.evidence.attempt if target.source == "run" else None,
+            probe=self.probe.name,
+            kind=self.probe.kind,
+            reply=target.reply,
+            probed_reply=self.probed.reply,
+            options=options if changed else None,
+            probed_options=probed_options if changed else None,
+            original=self.original,
+            probed=self.verdict,
+        )
 
 
 @dataclass(frozen=True)
@@ -164,11 +195,13 @@ async def probe_judge(
 
     The items are the labelled replies and the dev attempts of the run `run_id` (by
     default the latest run of the project that has a report, if any). With nothing to
-    probe, the judge is not opened.
+    probe, the judge is not opened. What it finds replaces the project's last probing in
+    `state` (`probes_file`), which the viewer shows.
 
     Raises:
         ProjectError: a name of `criteria` is not a judged criterion; the run is missing
-            or of another project; there is no judge; see also `calibration_judge`.
+            or of another project; there is no judge; the probing file cannot be written;
+            see also `calibration_judge`.
         ArmError, JudgeError: the runtime provider could not open.
     """
     if criteria:
@@ -179,8 +212,35 @@ async def probe_judge(
         targets += run_targets(loaded, archive)
     chosen = select(targets, per_criterion=items, seed=seed, criteria=criteria or None)
     found_run = archive.run_id if archive is not None else None
-    if not chosen:
-        return Probing(ProbeReport(criteria={}, judge_calls=0, cache_hits=0), (), found_run, {})
+    probing = Probing(ProbeReport(criteria={}, judge_calls=0, cache_hits=0), (), found_run, {})
+    if chosen:
+        probing = await _probe(loaded, state, chosen, found_run, seed=seed, offline=offline)
+    saved = SavedProbing(
+        project=loaded.project.name,
+        probed_at=datetime.now(UTC),
+        prompts_version=loaded.prompts_version,
+        run_id=probing.run_id,
+        sources=probing.sources,
+        items=items,
+        seed=seed,
+        criteria=tuple(criteria) if criteria else None,
+        offline=offline,
+        report=probing.report,
+        trials=tuple(trial.saved() for trial in probing.trials),
+    )
+    save_probing(probes_file(state, loaded.project.name), saved)
+    return probing
+
+
+async def _probe(
+    loaded: LoadedProject,
+    state: Path,
+    chosen: Mapping[str, Sequence[Target]],
+    run_id: str | None,
+    *,
+    seed: int,
+    offline: bool,
+) -> Probing:
     texts = Texts.of(loaded.project.probes.texts)
     async with calibration_judge(loaded, state, offline=offline) as (judge, prompts):
         if judge is None:
@@ -197,7 +257,7 @@ async def probe_judge(
         judge_calls=_count(stats.get("calls")),
         cache_hits=_count(stats.get("cache_hits")),
     )
-    return Probing(report, tuple(trials), found_run, counts_by_source(chosen))
+    return Probing(report, tuple(trials), run_id, counts_by_source(chosen))
 
 
 def _count(value: object) -> int | None:

@@ -7,6 +7,7 @@
 <runs>/../.soev/judge-cache.sqlite
 <runs>/../.soev/dagster/      unless $DAGSTER_HOME is set
 <runs>/../.soev/cache/suites/ parsed suite files (see `suite_cache`); safe to delete
+<runs>/../.soev/probes/<project>.json  the last judge probing of a project (`probes_file`)
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ STATE = ".soev"
 JUDGE_CACHE = "judge-cache.sqlite"
 DAGSTER = "dagster"
 SUITE_CACHE = "cache/suites"
+PROBES = "probes"
 
 
 def state_dir(runs_dir: Path) -> Path:
     """The state folder beside `runs_dir`: the judge and suite caches, the Dagster instance."""
     return runs_dir.parent / STATE
+
+
+def probes_file(state: Path, project: str) -> Path:
+    """The last judge probing of `project` (`soev-evals probe-judge`, the `judge_probes`
+    asset), which the viewer shows: one file per project, as projects may share a state."""
+    return state / PROBES / f"{project}.json"
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from soev_pipeline.core.chars import xml_safe
-from soev_pipeline.core.outputs import replace_file
+from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.text import shorten
 
 from .compare import CaseAttempts, RunAttempts
@@ -169,11 +170,15 @@ def junit_xml(report: Report, attempts: RunAttempts) -> ET.ElementTree[ET.Elemen
     return ET.ElementTree(root)
 
 
-def write_junit(path: Path, report: Report, attempts: RunAttempts) -> Path:
-    """Write the JUnit file of a report to `path`, atomically (see `replace_file`)."""
+def write_junit(
+    path: Path, report: Report, attempts: RunAttempts, *, owned: Iterable[Owned] = ()
+) -> Path:
+    """Write the JUnit file of a report to `path`, atomically, never onto a link nor into
+    one of `owned` (see `replace_file`)."""
     tree = junit_xml(report, attempts)
     return replace_file(
         path,
         lambda temporary: tree.write(temporary, encoding="utf-8", xml_declaration=True),
         option="--junit",
+        owned=owned,
     )

@@ -28,16 +28,22 @@ from starlette.routing import Route
 
 from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_target
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.http import register_config_secrets
 from soev_pipeline.project import LoadedProject
 
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
+from .probe_pages import item_page, probes_page
 from .render import ServerLinks, render, stylesheet
-from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same
+from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
 
 REVIEWER_COOKIE = "soev_view_by"
 MAX_FORM_BYTES = 64 * 1024
+
+
+MAX_FORM_FIELDS = 32
+"""The label form has ten fields; a form with more than this many is refused unread."""
 
 
 class BadRequest(ValueError):
@@ -155,6 +161,18 @@ def unit(request: Request) -> Response:
     return viewer.page("unit.html", unit=unit_page(viewer.store, request.path_params["unit_id"]))
 
 
+def probes(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page("probes.html", page=probes_page(viewer.store))
+
+
+def probe_item(request: Request) -> Response:
+    viewer = _viewer(request)
+    return viewer.page(
+        "probe_item.html", item=item_page(viewer.store, request.path_params["item_id"])
+    )
+
+
 def css(request: Request) -> Response:
     return Response(stylesheet(), media_type="text/css")
 
@@ -175,7 +193,10 @@ async def _form(request: Request) -> dict[str, str]:
         text = bytes(body).decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the form is not UTF-8") from None
-    return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=32))
+    try:
+        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
+    except ValueError:  # more fields than that: no form of ours
+        raise BadRequest(f"the form has more than {MAX_FORM_FIELDS} fields") from None
 
 
 def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
@@ -225,7 +246,9 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
         field = ".".join(str(part) for part in first["loc"]) or "label"
         raise BadRequest(f"{field}: {first['msg']}") from None
     try:
-        append_label(viewer.labels, label, store.cases, store.loaded.registry)
+        append_label(
+            viewer.labels, label, store.cases, store.loaded.registry, inside=store.loaded.directory
+        )
     except ProjectError as exc:
         raise BadRequest(str(exc)) from None
     path = f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
@@ -237,7 +260,8 @@ async def save_label(request: Request) -> Response:
     sends one, and its anti-forgery token), then `_save_label`; back to the case page."""
     viewer = _viewer(request)
     origin = request.headers.get("origin")
-    if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+    own = f"{request.url.scheme}://{request.headers.get('host')}"
+    if origin is not None and origin != own:  # scheme and host: https://host is another origin
         return viewer.problem(403, "Refused", "a label must be sent from the viewer's own page")
     try:
         form = await _form(request)
@@ -270,10 +294,17 @@ def create_app(
     `labels` is the label file to append to (default: the project's, `label_target`).
 
     Raises:
-        ValueError: `host` is not loopback and there is no token.
+        ValueError: `host` is not loopback and there is no token, or a weak one
+            (`security.weak_token`).
     """
     if token is None and not is_loopback(host):
         raise ValueError(f"host {host!r} is not a loopback address: a token is required")
+    weak = None if token is None or is_loopback(host) else weak_token(token)
+    if weak is not None:
+        raise ValueError(f"host {host!r} is not a loopback address: the token is weak ({weak})")
+    for config in (loaded.project.system, loaded.project.judge):
+        if config is not None:  # so that a key pasted into a label's note is redacted
+            register_config_secrets(config)
     viewer = Viewer(
         store=RunStore(loaded, runs_dir),
         csrf=secrets.token_urlsafe(32),
@@ -288,6 +319,8 @@ def create_app(
         Route("/runs/{run_id}/cases/{case_id:path}", _guarded(case)),
         Route("/runs/{run_id}/labels", save_label, methods=["POST"]),
         Route("/corpus/{unit_id:path}", _guarded(unit)),
+        Route("/probes", _guarded(probes)),
+        Route("/probes/{item_id}", _guarded(probe_item)),
     ]
     middleware = [Middleware(SecurityHeaders)]
     if token is not None:

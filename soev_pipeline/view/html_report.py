@@ -15,7 +15,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.outputs import replace_file
+from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.run.archive import RunArchive, naming
@@ -130,14 +130,19 @@ def render_html_report(store: RunStore, run_id: str) -> str:
     )
 
 
-def write_html_report(loaded: LoadedProject, archive: RunArchive, path: Path) -> Path:
+def write_html_report(
+    loaded: LoadedProject, archive: RunArchive, path: Path, *, owned: Iterable[Owned] = ()
+) -> Path:
     """Write the HTML report of `archive`'s run of `loaded` to `path`; return the path.
 
-    This is what `soev-evals report RUN --html FILE` and the `report` asset call.
+    This is what `soev-evals report RUN --html FILE` and the `report` asset call; the
+    former passes the project's `owned` paths, which the file may not be nor lie in, and
+    neither may write through a link at `path` (see `replace_file`).
 
     Raises:
         ProjectError: the run does not exist, belongs to another project or has no scoring;
-            `path` is not a regular file (a folder, a device) or its folder does not exist.
+            `path` is not a regular file (a folder, a device, a link), is owned, or its
+            folder cannot be made.
         OSError: the file cannot be written.
     """
     store = RunStore(loaded, archive.runs_dir)
@@ -145,8 +150,11 @@ def write_html_report(loaded: LoadedProject, archive: RunArchive, path: Path) ->
         text = render_html_report(store, archive.run_id)
     except NotFound as exc:
         raise ProjectError(f"{archive.runs_dir}: {exc}") from None
-    path = path.resolve()
+    path = path.absolute()
     with naming(path):
         return replace_file(
-            path, lambda temporary: temporary.write_text(text, encoding="utf-8"), option="--html"
+            path,
+            lambda temporary: temporary.write_text(text, encoding="utf-8"),
+            option="--html",
+            owned=owned,
         )

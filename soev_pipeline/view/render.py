@@ -19,6 +19,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from soev_pipeline.core.chars import xml_safe
 
 from .attempts import status_counts
 from .tables import interval, p_value, pct, plain, points, score
@@ -84,6 +87,12 @@ class ServerLinks:
     def labels(self, run_id: str) -> str | None:
         return f"/runs/{quote(run_id, safe='')}/labels"
 
+    def probes(self) -> str | None:
+        return "/probes"
+
+    def probe_item(self, item_id: str) -> str | None:
+        return f"/probes/{quote(item_id, safe='')}"
+
 
 @dataclass
 class FileLinks:
@@ -112,6 +121,22 @@ class FileLinks:
     def labels(self, run_id: str) -> str | None:
         return None
 
+    def probes(self) -> str | None:
+        return None
+
+    def probe_item(self, item_id: str) -> str | None:
+        return None
+
+
+def _visible(value: Any) -> Any:
+    """What a page shows of a value: a text's control characters (NUL, ESC, the C1
+    controls, bidirectional overrides, a lone surrogate) as visible escapes (`\\x1b`), as
+    the JUnit file writes them, so that a page is valid HTML whatever a reply held. Markup
+    the pages made themselves passes as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return xml_safe(value)
+    return value
+
 
 @functools.cache
 def environment() -> Environment:
@@ -122,6 +147,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters.update(
         pct=pct,

@@ -4,9 +4,10 @@
   at all, styles and images from the server itself or `data:` plots), is neither framed
   nor sniffed, and sends its address as a referrer to itself only (so that a form's POST
   still carries the `Origin` that `save_label` checks).
-- `TokenGate`: when the viewer has a token (it must, off loopback), every request carries
-  it: in `?token=` once (then a cookie, set on a redirect that takes the token out of the
-  address), in the cookie, or as `Authorization: Bearer`. Any other request gets 401.
+- `TokenGate`: when the viewer has a token (it must, off loopback, and a strong one:
+  `weak_token`), every request carries it: in `?token=` once (then a cookie, set on a
+  redirect to the same path on the viewer, without the token), in the cookie, or as
+  `Authorization: Bearer`. Any other request gets 401.
 - Loopback without a token answers only to loopback host names (`TrustedHostMiddleware`),
   so a web page cannot reach it through DNS rebinding; label writes need the page's
   anti-forgery token besides (see `app.py`).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
@@ -47,6 +48,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+MIN_TOKEN_LENGTH = 16
+MIN_TOKEN_DISTINCT = 8
+_CLASSES = (str.islower, str.isupper, str.isdigit, lambda char: not char.isalnum())
+
+
+def weak_token(token: str) -> str | None:
+    """Why `token` is too weak to guard a viewer that others can reach, or None.
+
+    A strong token has at least `MIN_TOKEN_LENGTH` characters, all printable ASCII without
+    spaces (so it survives a URL, a header and a shell), at least `MIN_TOKEN_DISTINCT`
+    different ones, of at least two classes (lower case, upper case, digits, symbols):
+    `openssl rand -hex 16` and `python -c "import secrets; print(secrets.token_urlsafe())"`
+    give one.
+    """
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"it has {len(token)} characters, fewer than {MIN_TOKEN_LENGTH}"
+    if not all("!" <= char <= "~" for char in token):
+        return "it holds a space, a control character or a character that is not ASCII"
+    if len(set(token)) < MIN_TOKEN_DISTINCT:
+        return f"it has fewer than {MIN_TOKEN_DISTINCT} different characters"
+    if sum(any(kind(char) for char in token) for kind in _CLASSES) < 2:
+        return "it uses one class of characters only (lower case, upper case, digits, symbols)"
+    return None
 
 
 def same(given: str | None, expected: str) -> bool:
@@ -109,7 +135,9 @@ class TokenGate:
     def _remember(self, request: Request) -> Response:
         """A redirect to the same address without the token, setting the cookie."""
         rest = [(key, value) for key, value in request.query_params.multi_items() if key != "token"]
-        location = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        # `//host/x` or `/\\host/x` would be read as another site's address: one slash
+        path = "/" + quote(request.url.path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
+        location = path + (f"?{urlencode(rest)}" if rest else "")
         response = RedirectResponse(location, status_code=303)
         response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/")
         return response

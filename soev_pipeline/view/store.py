@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusLookup
-from soev_pipeline.project import LoadedProject
+from soev_pipeline.probes import SavedProbing, read_probing
+from soev_pipeline.project import LoadedProject, probes_file, state_dir
 from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
@@ -228,6 +229,24 @@ class RunStore:
             _signature(*(path.parent / VERDICTS for path in paths if path is not None)),
             lambda: compare_runs(run, baseline),
         )
+
+    @property
+    def probing_path(self) -> Path:
+        """Where `probe-judge` saves the project's last probing (`probes_file`)."""
+        return probes_file(state_dir(self.runs_dir), self.project)
+
+    def probing(self) -> SavedProbing | None:
+        """The project's last probing, read again when the file changes; None before the
+        first.
+
+        Raises:
+            ProjectError: the file is not a probing, or of another project.
+        """
+        path = self.probing_path
+        saved = self._memo.get(("probing", path), _signature(path), lambda: read_probing(path))
+        if saved is not None and saved.project != self.project:
+            raise ProjectError(f"{path}: a probing of project {saved.project!r}, not this one")
+        return saved
 
     def memo(self, key: Hashable, signature: tuple[object, ...], build: Callable[[], T]) -> T:
         """`build()` once per `signature` of what it reads (the plots of the runs page)."""

@@ -19,6 +19,7 @@ from soev_pipeline.calibration import (
     label_choices,
     label_files,
     label_target,
+    labels_version,
     read_labels,
 )
 from soev_pipeline.calibration.labels import MAX_LINE_BYTES
@@ -242,6 +243,33 @@ def test_append_after_a_line_cut_short_starts_a_line_of_its_own(tmp_path: Path) 
     assert [item.line for item in read.labels] == [2]
 
 
+def test_a_label_save_that_fails_for_space_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk wrote part of the line and failed: the file is cut back to its size
+    before the save, so calibrate never finds a half line."""
+    import errno
+    import os
+
+    path = tmp_path / "labels.jsonl"
+    append_label(path, label(), _cases())
+    before = path.read_bytes()
+    real_write = os.write
+
+    def full_disk(descriptor: int, data: bytes) -> int:
+        if len(data) > 10:
+            return real_write(descriptor, data[:10])  # the disk took ten bytes
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(OSError, match="No space left on device") as raised:
+        append_label(path, label(by="reviewer-2"), _cases())
+    monkeypatch.undo()
+    assert raised.value.filename == str(path)
+    assert path.read_bytes() == before
+    assert [item.label.by for item in read_labels([path], _cases()).labels] == ["reviewer-1"]
+
+
 def test_append_refuses_a_label_that_cannot_count(tmp_path: Path) -> None:
     path = tmp_path / "labels.jsonl"
     with pytest.raises(ProjectError, match="test split") as raised:
@@ -269,6 +297,39 @@ def test_concurrent_appends_from_processes_never_interleave(tmp_path: Path) -> N
     read = read_labels([path], _cases())
     assert read.left_out == ()
     assert len(read.labels) == 150
+
+
+def test_a_fifo_in_place_of_the_label_file_is_named_never_read_or_written(
+    tmp_path: Path,
+) -> None:
+    """A FIFO was skipped by the glob (calibrate read 0 labels without a word) and written
+    into by a save ("[Errno 22]" without the file's name)."""
+    import os
+
+    (tmp_path / "labels").mkdir()
+    fifo = tmp_path / "labels" / "labels.jsonl"
+    os.mkfifo(fifo)
+    assert label_files(tmp_path) == [fifo]
+    read = read_labels(label_files(tmp_path), _cases())  # returns: nothing waits on the FIFO
+    assert read.labels == () and [(i.file, i.line, i.why) for i in read.left_out] == [
+        (str(fifo), 0, "not a regular file")
+    ]
+    with pytest.raises(ProjectError, match=f"^{fifo}: not a regular file"):
+        append_label(fifo, label(), _cases())
+    assert labels_version(tmp_path)  # hashes without opening it
+
+
+def test_a_label_through_a_link_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "labels").symlink_to(elsewhere)
+    path = project / "labels" / "labels.jsonl"
+    with pytest.raises(ProjectError, match="leads outside the project directory"):
+        append_label(path, label(), _cases(), inside=project)
+    assert list(elsewhere.iterdir()) == []
+    append_label(project / "own.jsonl", label(), _cases(), inside=project)
+    assert (project / "own.jsonl").exists()
 
 
 def test_label_files_and_target(tmp_path: Path) -> None:

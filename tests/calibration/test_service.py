@@ -267,6 +267,19 @@ def test_candidate_prompts_must_be_prompt_files_of_known_tasks(tmp_path: Path) -
     (tmp_path / "privacy.names.md").write_bytes(b"\xff\xfe")
     with pytest.raises(ProjectError, match="not UTF-8"):
         candidate_prompts(tmp_path, PROMPTS)
+    for empty in ("", " \n\t\n"):  # an empty system prompt made "Δκ +0.00"
+        (tmp_path / "privacy.names.md").write_text(empty, encoding="utf-8")
+        with pytest.raises(ProjectError, match=r"privacy.names.md: --prompts: the prompt is empty"):
+            candidate_prompts(tmp_path, PROMPTS)
+    (tmp_path / "privacy.names.md").unlink()
+    (tmp_path / "privacy.names.md").mkdir()
+    with pytest.raises(ProjectError, match=r"privacy.names.md: --prompts: not a regular file"):
+        candidate_prompts(tmp_path, PROMPTS)
+    (tmp_path / "privacy.names.md").rmdir()
+    (tmp_path / "privacy.names.md").symlink_to(tmp_path / "gone.md")
+    with pytest.raises(ProjectError, match=r"privacy.names.md: --prompts: cannot read: "):
+        candidate_prompts(tmp_path, PROMPTS)
+    (tmp_path / "privacy.names.md").unlink()
     (tmp_path / "privacy.names.md").write_text("Nieuw.", encoding="utf-8")
     assert candidate_prompts(tmp_path, PROMPTS) == {"privacy.names": "Nieuw."}
 

@@ -4,6 +4,7 @@ the attempts that did not run are run once more before grading, and count once."
 
 from __future__ import annotations
 
+import errno
 import json
 from collections import Counter
 from pathlib import Path
@@ -176,3 +177,55 @@ def test_retry_unrun_is_a_setting_of_project_yaml(tmp_path: Path) -> None:
         assert f"{project}: system.retry_unrun: Input should be a valid boolean" in (
             refused.error_line()
         )
+
+
+class _FullDisk:
+    """The evidence file of a disk that fills up after `room` lines: the next write puts
+    half its line on disk and fails with ENOSPC, as a real full disk does."""
+
+    def __init__(self, file: Any, room: int) -> None:
+        self._file, self._room = file, room
+
+    def write(self, text: str) -> int:
+        if self._room <= 0:
+            self._file.write(text[: len(text) // 2])
+            self._file.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._room -= 1
+        return int(self._file.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def test_a_full_disk_stops_the_run_with_one_line_and_a_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk was `internal error: ExceptionGroup: unhandled errors in a TaskGroup`.
+    Now it is one line naming the file, what is archived and how to resume; the half line
+    it left is dropped by the resume, and every attempt is archived once."""
+    from soev_pipeline.run.archive import EvidenceWriter
+
+    opened = EvidenceWriter.__init__
+
+    def full_disk(self: EvidenceWriter, path: Path) -> None:
+        opened(self, path)
+        self._file = _FullDisk(self._file, room=5)  # type: ignore[assignment]
+
+    with FakeThreadAPI(_answer) as system:
+        project = _project(tmp_path / "p", system.url, concurrency=2)
+        with monkeypatch.context() as patched:
+            patched.setattr(EvidenceWriter, "__init__", full_disk)
+            run = invoke("run", "--project", project, "--run-id", "r1")
+        assert run.status == 1, run.err
+        line = run.error_line()
+        evidence = project.parent / "runs" / "r1" / "evidence.jsonl"
+        assert line.startswith(f"soev-evals: error: {evidence}: No space left on device; ")
+        assert "internal error" not in line and "ExceptionGroup" not in line
+        assert "5 attempts are archived in" in line
+        assert line.endswith("free some space, then resume with: soev-evals run --resume r1")
+        assert not evidence.read_bytes().endswith(b"\n")  # the half line
+        resumed = invoke("run", "--project", project, "--resume", "r1")
+        assert resumed.status == 0, resumed.err
+    keys = Counter((line["case_id"], line["attempt"]) for line in _lines(project, "r1"))
+    assert len(keys) == CASES + 2 and set(keys.values()) == {1}

@@ -250,12 +250,25 @@ def test_plan_says_what_the_suite_detects(gated: tuple[Path, Switch]) -> None:
     assert planned["groups"]["gates"]["cases"] == CASES + 2
 
 
+@pytest.mark.parametrize("options", [(), ("--fail-on-regression",), ("--json",)])
+def test_the_first_night_has_nothing_to_compare_with_and_passes(
+    gated: tuple[Path, Switch], options: tuple[str, ...]
+) -> None:
+    """`good` is the project's first run: the first night of a CI job has no baseline,
+    which is no error of the project and no regression."""
+    project, _ = gated
+    result = invoke("compare", "good", "previous", *options, "--project", project)
+    assert result.status == 0
+    line = result.error_line()
+    assert line.startswith("soev-evals: nothing to compare with: run 'good' has no earlier run")
+    assert result.out == ""
+
+
 @pytest.mark.parametrize(
     ("args", "status", "message"),
     [
         (("compare", "nope", "good"), 1, "no run 'nope'"),
         (("compare", "good", "nope"), 1, "no run 'nope'"),
-        (("compare", "good", "previous"), 1, "no earlier run"),
         (("compare", "good", "good"), 1, "its own baseline"),
         (("compare", "bad", "good", "--alpha", "0"), 2, "--alpha"),
         (("compare", "bad", "good", "--alpha", "1.5"), 2, "--alpha"),

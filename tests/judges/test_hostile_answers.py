@@ -106,6 +106,24 @@ def test_content_as_an_array_of_text_parts_is_read(server: FakeChatCompletions) 
     assert isinstance(result, JudgeResult) and (result.label, result.detail) == ("name", "Jansen")
 
 
+def test_an_answer_with_an_image_and_a_text_part_is_read_from_its_text(
+    server: FakeChatCompletions,
+) -> None:
+    parts = [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "text", "text": '{"label": "none", "detail": "geen naam"}'},
+    ]
+    server.queue(completion(body={"choices": [{"message": {"content": parts}}]}))
+    result = judge_once(server.url, None)
+    assert isinstance(result, JudgeResult) and (result.label, result.detail) == (
+        "none",
+        "geen naam",
+    )
+    image_only = [parts[0]]
+    server.queue(completion(body={"choices": [{"message": {"content": image_only}}]}))
+    assert not isinstance(judge_once(server.url, None), JudgeResult)
+
+
 @pytest.mark.parametrize(
     "content",
     ['{"label": "none", "detail": "half \ud83d"}', '{"label": "none", "detail": "half \\ud83d"}'],

@@ -15,6 +15,7 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from soev_pipeline.calibration import LabelLine
 from soev_pipeline.orchestration import definitions_for
+from soev_pipeline.probes import read_probing
 from tests.support.chat_completions import FakeChatCompletions, labels_of, verdict
 from tests.support.project import edit_yaml, write_project
 from tests.support.server import Response
@@ -74,8 +75,9 @@ def test_the_probes_sit_downstream_of_the_prompts(project: Path) -> None:
 
 @pytest.mark.e2e
 def test_materialize_probes_the_judge_and_a_prompt_edit_makes_it_stale(
-    project: Path, judge: FakeChatCompletions
+    project: Path, judge: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SOEV_VIEW_URL", "http://127.0.0.1:8766/")
     defs = definitions_for(project)
     with dg.instance_for_test() as instance:
         result = _materialize(defs, instance, PROMPTS, PROBES)
@@ -85,6 +87,10 @@ def test_materialize_probes_the_judge_and_a_prompt_edit_makes_it_stale(
         assert probed.metadata["flip_rate/rubric.judge/format"].value == 0.0
         asked = probed.metadata["judge_calls"].value
         assert asked == judge.calls > 0
+        assert probed.metadata["viewer"].value == "http://127.0.0.1:8766/probes"
+        saved = read_probing(Path(str(probed.metadata["probing"].value)))
+        assert saved is not None and saved.project == "wetwijzer"
+        assert {t.probe for t in saved.trials if t.direction is not None} == {"option_order"}
         (check,) = result.get_asset_check_evaluations()
         assert check.check_name == "judge_resists_probes"
         assert check.severity == dg.AssetCheckSeverity.WARN

@@ -11,6 +11,7 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
+from soev_pipeline.analysis import verdicts_frame
 from soev_pipeline.orchestration import definitions_for
 from tests.orchestration.test_definitions import add_rubric
 from tests.support.cli import invoke
@@ -66,6 +67,10 @@ def test_a_cli_run_is_recorded_like_a_ui_run(
         assert 0 <= cli["report"].metadata["pass_rate"].value <= 1
         assert cli["verdicts"].tags["soev/launched_by"] == "cli"
         assert Path(str(cli["report"].metadata["html_report"].value)).exists()
+        table = cli["report"].metadata
+        assert table["dagster/row_count"].value == len(verdicts_frame(project_path, runs=["c1"]))
+        schema = table["dagster/column_schema"].value
+        assert [column.name for column in schema.columns] == list(verdicts_frame(project_path))  # type: ignore[union-attr]
         assert _checks(instance, "report", "no_significant_regression") == [True]
         assert _checks(instance, "verdicts", "graded_with_current_prompts") == [True]
         suites = instance.fetch_materializations(dg.AssetKey("suites"), limit=10).records

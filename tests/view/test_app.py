@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ from starlette.applications import Starlette
 
 from soev_pipeline.view import create_app
 from soev_pipeline.view.render import SERVER_CSP
-from soev_pipeline.view.security import TOKEN_COOKIE, is_loopback
+from soev_pipeline.view.security import TOKEN_COOKIE, is_loopback, weak_token
 from tests.support.project import SECRET, TEST_IDS
 from tests.view.conftest import HOSTILE, TwoRuns
 
@@ -24,7 +25,7 @@ TOKEN = "s3cret-token-for-the-viewer"
 def call(
     app: Starlette,
     method: str,
-    url: str,
+    url: str | httpx.URL,
     base: str = BASE,
     cookies: dict[str, str] | None = None,
     **kwargs: Any,
@@ -145,6 +146,36 @@ def test_with_a_token_every_request_carries_it(two_runs: TwoRuns) -> None:
     assert wrong.status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("x", "1 characters"),
+        (" " * 20, "a space"),
+        ("abcdefghijklmnopqrst", "one class"),
+        ("aaaaaaaa11111111", "different characters"),
+        ("een lang geheim token 1", "a space"),
+    ],
+)
+def test_a_weak_token_is_refused_off_loopback(two_runs: TwoRuns, token: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        create_app(two_runs.loaded, two_runs.runs, token=token, host="0.0.0.0")
+    assert weak_token(TOKEN) is None and weak_token("0123456789abcdef0123456789abcdef") is None
+    create_app(two_runs.loaded, two_runs.runs, token=token, host="127.0.0.1")  # loopback: any
+
+
+@pytest.mark.parametrize("path", ["//evil.example/x", "/\\evil.example/x", "///evil.example"])
+def test_the_redirect_that_sets_the_cookie_stays_on_the_viewer(
+    two_runs: TwoRuns, path: str
+) -> None:
+    app = create_app(two_runs.loaded, two_runs.runs, token=TOKEN, host="0.0.0.0")
+    raw = httpx.URL("http://10.1.2.3:8000").copy_with(raw_path=f"{path}?token={TOKEN}".encode())
+    entry = call(app, "GET", raw)
+    assert entry.status_code == 303
+    location = entry.headers["location"]
+    assert location.startswith("/") and location[1] not in "/\\", location
+    assert "evil.example" in location  # the same path, on the viewer
+
+
 # The label form
 
 
@@ -216,12 +247,48 @@ def test_a_label_that_cannot_count_is_refused(
     assert not (own_runs.directory / "labels").exists()
 
 
+def test_a_key_typed_into_a_labels_note_is_redacted(
+    own_runs: TwoRuns, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-live-9f8e7d6c5b4a39281706"
+    monkeypatch.setenv("SOEV_API_KEY", key)
+    app = create_app(own_runs.loaded, own_runs.runs)
+    note = f"the key is {key}, and in upper case {key.upper()}"
+    response = _post(app, _form(app, note=note, by=f"anna {key}"))
+    assert response.status_code == 303
+    text = (own_runs.directory / "labels" / "labels.jsonl").read_text(encoding="utf-8")
+    assert key not in text and key.upper() not in text
+    written = json.loads(text)
+    assert written["note"] == "the key is [redacted], and in upper case [redacted]"
+    assert written["by"] == "anna [redacted]"
+
+
+def test_a_label_through_a_labels_link_out_of_the_project_is_refused(
+    own_runs: TwoRuns, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (own_runs.directory / "labels").symlink_to(elsewhere)
+    app = create_app(own_runs.loaded, own_runs.runs)
+    response = _post(app, _form(app))
+    assert response.status_code == 400
+    assert "leads outside the project directory" in response.text
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app), headers={"Origin": "http://attacker.example"})
     assert response.status_code == 403
+    other_scheme = _post(app, _form(app), headers={"Origin": "https://127.0.0.1:8000"})
+    assert other_scheme.status_code == 403
+    other_port = _post(app, _form(app), headers={"Origin": "http://127.0.0.1:8001"})
+    assert other_port.status_code == 403
     too_big = _post(app, _form(app, note="x" * 70_000))
     assert too_big.status_code == 400
+    many = _form(app) | {f"extra{number}": "x" for number in range(40)}
+    too_many = _post(app, many)
+    assert too_many.status_code == 400 and "more than 32 fields" in too_many.text
     assert not (own_runs.directory / "labels").exists()
 
 
@@ -239,3 +306,20 @@ def test_the_warm_up_indexes_the_newest_runs_ready_to_search(two_runs: TwoRuns) 
     index = store.index(two_runs.b1)
     assert index is not None and index.searchable
     assert store.index(two_runs.b1) is index  # kept, not built again
+
+
+def test_control_characters_are_shown_as_escapes_on_every_page(app: Starlette) -> None:
+    """`?q=%00%1b` was echoed raw: a page must be valid HTML whatever it shows."""
+    html = call(app, "GET", "/runs/b1?q=%00%1b%C2%9B").text
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", html)
+    assert "\\x00\\x1b\\x9b" in html
+
+
+def test_the_page_templates_escape_control_characters_but_not_their_own_markup() -> None:
+    from markupsafe import Markup
+
+    from soev_pipeline.view.render import environment
+
+    page = environment().from_string("<p>{{ text }}</p>{{ own }}")
+    shown = page.render(text="a\x00b\x1b[31mc\td", own=Markup("<b>\x1b</b>"))
+    assert shown == "<p>a\\x00b\\x1b[31mc\td</p><b>\x1b</b>"

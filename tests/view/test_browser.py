@@ -4,7 +4,8 @@ and verdicts, open the comparison, record a label; a hostile reply stays inert, 
 leaves the server, and the HTML file opens with the network blocked.
 
 The project is the full one, run twice through `soev-evals run` against the fakes: run `r1`
-answered well, run `r2` (k = 2) answered the deadline question with markup and no citation.
+answered well, run `r2` (k = 2) answered the deadline question with markup and no citation;
+then `probe-judge` probed the fake judge, which always takes the first option offered.
 Screenshots of every page land in the test's folder.
 """
 
@@ -61,6 +62,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         hostile["on"] = True
         second = invoke("run", "--project", path, "--run-id", "r2", "--k", "2")
         assert second.status == 0, second.text
+        probed = invoke("probe-judge", "--project", path)
+        assert probed.status == 0, probed.text
         yield Project(path, root / "p" / "labels" / "labels.jsonl")
 
 
@@ -181,6 +184,37 @@ def test_a_person_finds_reads_compares_and_labels_a_failing_case(
     (line,) = project.labels.read_text(encoding="utf-8").splitlines()
     assert '"case_id":"priv-001"' in line and '"label":"answer"' in line
     assert '"by":"mr. A. de Jong"' in line and '"passed":false' in line
+
+    assert all(url.startswith((viewer.origin + "/", "data:")) for url in watched.requests)
+    assert watched.problems == []
+
+
+def test_a_person_sees_why_a_probe_moved_the_judges_verdict(
+    browser: Any, viewer: Viewer, tmp_path: Path
+) -> None:
+    watched = _watch(browser, tmp_path, (viewer.origin + "/", "data:"))
+    page = watched.page
+    page.goto(viewer.url)
+    page.get_by_role("navigation").get_by_role("link", name="Judge probes").click()
+    page.get_by_role("heading", name="Judge probes").wait_for()
+    rubric = page.locator("section.probe-criterion", has_text="rubric.judge")
+    assert "bias shown: option_order" in rubric.locator("p.problem").inner_text()
+    row = rubric.locator("table.probes tr", has_text="option_order")
+    assert "100 % [" in row.inner_text()
+    watched.shot("8-probes")
+    _no_test_case(page.content())
+
+    rubric.get_by_role("link", name="before and after").first.click()
+    page.get_by_role("heading", name="As the probe changed it").wait_for()
+    before, after = page.locator(".probe-side ol.options").all()
+    assert before.inner_text().split() == list(reversed(after.inner_text().split()))
+    assert page.locator(".probe-side .badge").all_inner_texts()[:1] == ["pass"]
+    assert page.locator(".probe-side script, .probe-side img").count() == 0
+    assert page.title() != "XSS"
+    watched.shot("9-probe-item")
+    _no_test_case(page.content())
+    page.get_by_role("link", name="the case in run r2").click()
+    page.get_by_role("heading", name="Verdicts").wait_for()
 
     assert all(url.startswith((viewer.origin + "/", "data:")) for url in watched.requests)
     assert watched.problems == []
