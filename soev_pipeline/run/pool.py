@@ -14,6 +14,7 @@ command. A worker that dies (killed, out of memory) or fails ends the grading wi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
 import multiprocessing
@@ -189,16 +190,19 @@ class WorkerPool(Generic[T, R]):
         Stopping them at once kills every worker: one killed while it holds the pool's queue
         would leave the others waiting for it forever. After a worker died, the executor
         stops the others itself, but not one it was starting at that moment: that one would
-        be waited for while it grades its chunk.
+        be waited for while it grades its chunk. Only the executor's own thread waits for
+        the workers it knows, and this one only after it for the rest: two threads waiting
+        for one process leave one of them without its exit status, and the process listed
+        as running.
         """
         if not self._broken and not any(not task.done() for task in self._running):
             self._executor.shutdown(wait=True)
             return
-        processes = list(self._context.processes)
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        processes = [process for process in self._context.processes if process.pid is not None]
         for process in processes:
-            if process.is_alive():
-                process.kill()
+            with contextlib.suppress(ProcessLookupError):  # not waited for yet: not reused
+                os.kill(cast("int", process.pid), signal.SIGKILL)
+        self._executor.shutdown(wait=True, cancel_futures=True)
         for process in processes:
             process.join()
 
