@@ -29,6 +29,7 @@ from starlette.routing import Route
 from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_target
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.paths import RunsDir
 
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
@@ -257,7 +258,7 @@ async def save_label(request: Request) -> Response:
 
 def create_app(
     loaded: LoadedProject,
-    runs_dir: Path,
+    runs_dir: RunsDir,
     *,
     token: str | None = None,
     host: str = "127.0.0.1",

@@ -23,6 +23,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
@@ -120,7 +121,7 @@ class _Cache:
 class RunStore:
     """The runs of a loaded project in `runs_dir`, read on demand and cached."""
 
-    def __init__(self, loaded: LoadedProject, runs_dir: Path) -> None:
+    def __init__(self, loaded: LoadedProject, runs_dir: RunsDir) -> None:
         self.loaded = loaded
         self.runs_dir = runs_dir
         self.cases: dict[str, Case] = {case.id: case for case in loaded.cases()}
@@ -195,7 +196,7 @@ class RunStore:
         if report is None:
             return None
         verdicts = report.parent / VERDICTS
-        evidence = archive.evidence_path
+        evidence = archive.evidence_file()
         return self._indexes.get(
             ("index", archive.path),
             _signature(verdicts, evidence),
