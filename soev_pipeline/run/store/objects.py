@@ -118,6 +118,8 @@ class ObjectStore:
         self._listings: dict[str, tuple[float, list[str]]] = {}
         self._synced: dict[str, tuple[str | None, tuple[str, ...]]] = {}
         self._compactions: dict[tuple[str, str], frozenset[str]] = {}
+        self._seen: dict[str, frozenset[str]] = {}
+        self._writers: dict[str, ObjectEvidenceWriter] = {}
 
     # Names and places
 
@@ -210,7 +212,23 @@ class ObjectStore:
     # Evidence
 
     def evidence_writer(self, run_id: str) -> ObjectEvidenceWriter:
-        return ObjectEvidenceWriter(self, run_id, self.lease(run_id))
+        writer = ObjectEvidenceWriter(self, run_id, self.lease(run_id))
+        with self._guard:
+            self._writers[run_id] = writer
+        return writer
+
+    def seen(self, run_id: str) -> frozenset[str]:
+        """The attempt objects of the run as this process last read them: what its plan of
+        attempts was made from. A writer numbers its attempts from this, not from what is
+        archived now, so an attempt that another command archived meanwhile is refused
+        rather than kept as a second line (`ObjectEvidenceWriter`)."""
+        with self._guard:
+            known = self._seen.get(run_id)
+        if known is None:
+            self.refresh_evidence(run_id)
+            with self._guard:
+                known = self._seen[run_id]
+        return known
 
     def _compaction(self, run_id: str, name: str | None) -> frozenset[str]:
         """The attempt objects that compaction `name` covers (downloaded once)."""
@@ -266,9 +284,16 @@ class ObjectStore:
 
     def refresh_evidence(self, run_id: str) -> None:
         """Write the cache's `evidence.jsonl`: the latest compaction's lines, then the
-        lines of the attempt objects it does not cover."""
+        lines of the attempt objects it does not cover. The uploads of this process's open
+        writer finish first, so that it reads what it appended."""
+        with self._guard:
+            writer = self._writers.get(run_id)
+        if writer is not None:
+            writer.drain()
         for attempt in range(3):
-            latest, _, loose = self.evidence_state(run_id, fresh=attempt > 0)
+            latest, covers, loose = self.evidence_state(run_id, fresh=attempt > 0)
+            with self._guard:
+                self._seen[run_id] = covers | frozenset(loose)
             path = self.run_dir(run_id) / EVIDENCE
             if self._synced.get(run_id) == (latest, tuple(loose)) and path.exists():
                 return
@@ -390,9 +415,8 @@ class ObjectEvidenceWriter:
 
     def __init__(self, store: ObjectStore, run_id: str, lease: Lease | None) -> None:
         self.store, self.run_id, self.lease = store, run_id, lease
-        _, covers, loose = store.evidence_state(run_id, fresh=True)
         self._generations: dict[tuple[str, int], int] = {}
-        for name in (*covers, *loose):
+        for name in store.seen(run_id):
             parsed = parse_attempt(name)
             if parsed is not None:
                 key = parsed[:2]
@@ -403,6 +427,8 @@ class ObjectEvidenceWriter:
         self._refused: set[str] = set()
         self._errors: list[BaseException] = []
         self._closed = False
+        self._pending = 0
+        self._settled = threading.Condition()
         self.written = 0
 
     def check(self) -> None:
@@ -423,10 +449,12 @@ class ObjectEvidenceWriter:
         name = attempt_name(evidence.case_id, evidence.attempt, generation)
         data = (redact(evidence.model_dump_json()) + "\n").encode("utf-8")
         self._slots.acquire()
+        with self._settled:
+            self._pending += 1
         try:
             self._pool.submit(self._upload, name, data)
         except BaseException:
-            self._slots.release()
+            self._finished()
             raise
         self._ours.append((name, data))
         self.written += 1
@@ -438,13 +466,28 @@ class ObjectEvidenceWriter:
         except BaseException as exc:
             self._errors.append(exc)
         finally:
-            self._slots.release()
+            self._finished()
+
+    def _finished(self) -> None:
+        self._slots.release()
+        with self._settled:
+            self._pending -= 1
+            self._settled.notify_all()
+
+    def drain(self) -> None:
+        """Wait until every attempt appended so far is uploaded (or refused)."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._pending == 0)
+        self.store._changed(self.run_id)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
+        with self.store._guard:
+            if self.store._writers.get(self.run_id) is self:
+                del self.store._writers[self.run_id]
         self.store._changed(self.run_id)
         if self._errors:
             raise self._errors[0]
@@ -456,6 +499,9 @@ class ObjectEvidenceWriter:
                 len(self._refused),
             )
         ours = [(name, data) for name, data in self._ours if name not in self._refused]
+        with self.store._guard:
+            seen = self.store._seen.get(self.run_id, frozenset())
+            self.store._seen[self.run_id] = seen | {name for name, _ in ours}
         self.store.compact(self.run_id, ours)
 
     def __enter__(self) -> ObjectEvidenceWriter:
