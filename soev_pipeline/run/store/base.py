@@ -1,4 +1,4 @@
-"""The port of the run archive: where a run's bytes live (docs/runs.md#where-the-archive-lives).
+"""The port of the run archive: where a run's bytes live (docs/runs.md#the-object-store-archive).
 
 A store keeps the runs of a runs folder. Two implement it, chosen by the runs folder's
 form (`open_store`): `LocalStore` for a folder on disk and `ObjectStore` for an object-store
