@@ -62,6 +62,10 @@ class Bucket:
                         config=Config(
                             retries={"mode": "standard", "max_attempts": 5},
                             max_pool_connections=64,
+                            # no CRC32 computed over every small attempt object: the bodies
+                            # travel over TCP (TLS to S3), as before botocore 1.36
+                            request_checksum_calculation="when_required",
+                            response_checksum_validation="when_required",
                         ),
                     )
             return self._client

@@ -199,6 +199,7 @@ class ObjectStore:
         if self.bucket.create(f"{run_id}/{MANIFEST}", manifest.encode("utf-8")) is None:
             return False
         self._changed(run_id)
+        self._changed("")  # the list of runs
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MANIFEST).write_text(manifest, encoding="utf-8")
@@ -206,8 +207,17 @@ class ObjectStore:
         return True
 
     def run_ids(self) -> list[str]:
-        names = [name.rstrip("/") for name in self.bucket.list("", delimiter=True)]
-        return [name for name in names if not name.startswith(".") and self.has_manifest(name)]
+        """The runs' folders under the prefix that hold a manifest (listed at most once a
+        `LISTING_TTL_S`, as a run's objects are)."""
+        with self._guard:
+            found = self._listings.get("")
+        if found is None or time.monotonic() - found[0] >= LISTING_TTL_S:
+            started = time.monotonic()
+            names = [name.rstrip("/") for name in self.bucket.list("", delimiter=True)]
+            found = (started, names)
+            with self._guard:
+                self._listings[""] = found
+        return [name for name in found[1] if not name.startswith(".") and self.has_manifest(name)]
 
     # Evidence
 
