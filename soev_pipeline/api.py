@@ -239,9 +239,10 @@ async def execute(
                     progress=progress,
                 )
             if "aggregate" in ordered:
-                scoring = scoring or Scoring.read(latest_scoring(archive))
+                scoring = scoring or Scoring.read(archive, latest_scoring(archive))
                 report = aggregate(archive, scoring.path, progress)
                 write_html_report(loaded, archive, scoring.path / HTML_REPORT)
+                archive.commit(scoring.path, (HTML_REPORT,))
                 if attempting:
                     await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, ordered, attempted, scoring, report)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from soev_pipeline.judges import LangidDetector
+from tests.support.moto import S3, moto_s3
 from tests.support.project import SECRET
 from tests.support.thread_api import FakeThreadAPI, Reply
 
@@ -141,3 +142,18 @@ def anyio_backend() -> str:
 def detector() -> LangidDetector:
     """The built-in language detector, shared: loading its model takes half a second."""
     return LangidDetector()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3]:
+    """moto's S3 server on 127.0.0.1, one for the session (each test takes its own prefix)."""
+    with moto_s3() as running:
+        yield running
+
+
+@pytest.fixture
+def s3(s3_server: S3, monkeypatch: pytest.MonkeyPatch) -> S3:
+    """The S3 server, with the client's environment pointing at it for the test."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return s3_server

@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _record(evaluation)
     assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
-    sys.stdout.write(f"archive: {evaluation.archive.path}\n")
+    sys.stdout.write(f"archive: {evaluation.archive.location}\n")
     return EXIT_OK
 
 
@@ -130,7 +130,8 @@ def _interrupted(archive: RunArchive) -> None:
         done = len(archive.completed())
         print(
             f"\n{how}: {done} {'attempt is' if done == 1 else 'attempts are'} "
-            f"archived in {archive.path}; resume with: soev-evals run --resume {archive.run_id}",
+            f"archived in {archive.location}; "
+            f"resume with: soev-evals run --resume {archive.run_id}",
             file=sys.stderr,
         )
     else:

@@ -85,12 +85,20 @@ def _add_project(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _runs_dir(text: str) -> Path | str:
+    """A folder, or an object-store URL kept as it is (a path would fold its `//`)."""
+    from soev_pipeline.project.paths import is_object_url
+
+    return text if is_object_url(text) else Path(text)
+
+
 def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runs-dir",
-        type=Path,
+        type=_runs_dir,
         metavar="DIR",
-        help="where runs are archived (default: runs/ beside project.yaml)",
+        help="where runs are archived: a folder, or s3://bucket/prefix (default: runs/ "
+        "beside project.yaml)",
     )
 
 

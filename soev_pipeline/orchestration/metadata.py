@@ -87,7 +87,7 @@ def evidence(attempted: AttemptedRun) -> dict[str, Any]:
         "suites": ", ".join(manifest.suites),
         "split": manifest.split or "dev+test",
         "k": manifest.k,
-        "archive": dg.MetadataValue.path(str(prepared.archive.path)),
+        "archive": dg.MetadataValue.path(prepared.archive.location),
     }
 
 
@@ -101,7 +101,7 @@ def verdicts(scoring: Scoring, prompts_version: str) -> dict[str, Any]:
         **{f"verdicts_{status}": count for status, count in summary.statuses.items()},
         "prompts_version": prompts_version,
         "offline": summary.offline,
-        "scoring_path": dg.MetadataValue.path(str(scoring.path)),
+        "scoring_path": dg.MetadataValue.path(scoring.location or str(scoring.path)),
     }
     if summary.judge:
         metadata.update({f"judge_{key}": value for key, value in summary.judge.items()})
@@ -129,9 +129,11 @@ def report(
     metadata.update(verdicts_table(built))
     metadata["criteria"] = dg.MetadataValue.md(criteria_table(built.criteria))
     metadata["prompts"] = dg.MetadataValue.json(built.prompts)
-    metadata["archive"] = dg.MetadataValue.path(str(archive.path))
+    metadata["archive"] = dg.MetadataValue.path(archive.location)
     if html is not None:
-        metadata["html_report"] = dg.MetadataValue.path(str(html))
+        inside = html.is_relative_to(archive.path)
+        shown = archive.where(html.relative_to(archive.path).as_posix()) if inside else str(html)
+        metadata["html_report"] = dg.MetadataValue.path(shown)
     if viewer:
         metadata["viewer"] = dg.MetadataValue.url(f"{viewer}/runs/{quote(archive.run_id)}")
     previous = built.previous

@@ -61,7 +61,8 @@ def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
     archive, run_id = evaluation.archive, evaluation.archive.run_id
     items: list[Recorded] = []
     if evaluation.attempted is not None:
-        size = archive.evidence_path.stat().st_size if archive.evidence_path.exists() else 0
+        evidence = archive.evidence_file()
+        size = evidence.stat().st_size if evidence.exists() else 0
         items.append(
             Recorded(
                 "evidence",

@@ -6,7 +6,7 @@ projects:
   wetwijzer: wetwijzer/project.yaml        # relative to this file
   huurwijzer:
     project: /srv/evals/huurwijzer/project.yaml
-    runs_dir: /data/runs/huurwijzer        # optional, like --runs-dir
+    runs_dir: /data/runs/huurwijzer        # optional, like --runs-dir; or s3://bucket/prefix
 ```
 
 Each key is the project's short name in Dagster (see `orchestration.keys`): it is served as
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from soev_pipeline.core.errors import ProjectError, validation_problem
 
 from .files import load_yaml
+from .paths import RunsDir, runs_location
 
 PROJECTS_ENV = "SOEV_PROJECTS"
 VIEW_URL_ENV = "SOEV_VIEW_URL"
@@ -57,7 +58,7 @@ class ListedProject:
 
     name: str
     project_file: Path
-    runs_dir: Path | None
+    runs_dir: RunsDir | None
 
 
 def read_projects(path: Path) -> list[ListedProject]:
@@ -89,7 +90,7 @@ def read_projects(path: Path) -> list[ListedProject]:
                 "and '_', starting with a letter, at most 40 characters"
             )
         given = _entry(path, name, entry)
-        runs = (base / given.runs_dir).resolve() if given.runs_dir else None
+        runs = runs_location(given.runs_dir, base) if given.runs_dir else None
         listed.append(ListedProject(name, (base / given.project).resolve(), runs))
     seen: set[Path] = set()
     for project in listed:

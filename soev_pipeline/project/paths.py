@@ -2,8 +2,10 @@
 
 <project dir>/project.yaml
 <runs>/                       runs/ beside project.yaml, or --runs-dir, or the runs_dir
-                              that $SOEV_PROJECTS gives the project
-<runs>/../.soev/              the state: the judge cache, the Dagster instance
+                              that $SOEV_PROJECTS gives the project; a folder, or an
+                              object-store URL (s3://bucket/prefix)
+<runs>/../.soev/              the state: the judge cache, the Dagster instance (beside
+                              project.yaml when the runs are in object storage)
 <runs>/../.soev/judge-cache.sqlite
 <runs>/../.soev/dagster/      unless $DAGSTER_HOME is set
 <runs>/../.soev/cache/suites/ parsed suite files (see `suite_cache`); safe to delete
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 RUNS = "runs"
 STATE = ".soev"
@@ -22,6 +25,26 @@ JUDGE_CACHE = "judge-cache.sqlite"
 DAGSTER = "dagster"
 SUITE_CACHE = "cache/suites"
 PROBES = "probes"
+OBJECT_SCHEMES = ("s3",)
+"""The URL schemes of object storage that a runs folder may be (`run.store`)."""
+
+RunsDir = Path | str
+"""Where a project's runs live: a folder, or an object-store URL such as `s3://bucket/prefix`
+(a `str`, as `runs_location` makes it)."""
+
+
+def is_object_url(value: Path | str) -> bool:
+    """Whether `value` names object storage (`s3://...`) rather than a folder."""
+    return isinstance(value, str) and urlsplit(value).scheme in OBJECT_SCHEMES
+
+
+def runs_location(value: Path | str, base: Path | None = None) -> RunsDir:
+    """A runs folder as the archive takes it: an object-store URL without its trailing `/`,
+    else an absolute path (relative to `base` when given)."""
+    if is_object_url(value):
+        return str(value).rstrip("/")
+    path = Path(value)
+    return (path if base is None else base / path).resolve()
 
 
 def state_dir(runs_dir: Path) -> Path:
@@ -41,11 +64,11 @@ class ProjectPaths:
 
     Attributes:
         project_file: the absolute path of project.yaml.
-        runs: the folder of its run archives.
+        runs: the folder of its run archives, or their object-store URL.
     """
 
     project_file: Path
-    runs: Path
+    runs: RunsDir
 
     @classmethod
     def of(cls, project_file: Path | str, runs_dir: Path | str | None = None) -> ProjectPaths:
@@ -55,7 +78,7 @@ class ProjectPaths:
 
         project_file = Path(project_file).resolve()
         if runs_dir:
-            return cls(project_file, Path(runs_dir).resolve())
+            return cls(project_file, runs_location(runs_dir))
         listed = listing_of(project_file)
         if listed is not None and listed.runs_dir is not None:
             return cls(project_file, listed.runs_dir)
@@ -68,6 +91,9 @@ class ProjectPaths:
 
     @property
     def state(self) -> Path:
+        """Beside the runs folder; beside project.yaml when the runs are in object storage."""
+        if isinstance(self.runs, str):
+            return self.directory / STATE
         return state_dir(self.runs)
 
     @property

@@ -1,62 +1,83 @@
-"""The run archive on disk (docs/runs.md#the-archive).
+"""The run archive (docs/runs.md#the-archive), wherever its bytes live (`store`).
 
-    runs/<run_id>/manifest.json
-    runs/<run_id>/evidence.jsonl               one attempt a line, appended as each finishes
-    runs/<run_id>/scorings/<NNNN>/verdicts.jsonl
-    runs/<run_id>/scorings/<NNNN>/report.json  the report without its case list
-    runs/<run_id>/scorings/<NNNN>/scoring.json
-    runs/<run_id>/lock                         who holds the run (see `run_lock`)
+    <runs>/<run_id>/manifest.json
+    <runs>/<run_id>/evidence.jsonl               one attempt a line, appended as each finishes
+    <runs>/<run_id>/scorings/<NNNN>/verdicts.jsonl
+    <runs>/<run_id>/scorings/<NNNN>/report.json  the report without its case list
+    <runs>/<run_id>/scorings/<NNNN>/scoring.json
 
-Evidence is streamed: written a line at a time and flushed, read a line at a time. The file
-is only ever appended to: an attempt that did not run and is run once more gets a second
-line, and the last line of a (case, attempt) is the one that counts (`iter_attempts`). A
-rescore adds a scoring and keeps the earlier ones; the report of a run is that of its latest
-scoring.
+`<runs>` is a folder (`store.local`) or an object-store URL (`store.objects`, which keeps
+the same files in a cache folder of the command while it works on them). Evidence is
+streamed: written a line at a time, read a line at a time. It is only ever appended to: an
+attempt that did not run and is run once more gets a second line, and the last line of a
+(case, attempt) is the one that counts (`iter_attempts`). A rescore adds a scoring and keeps
+the earlier ones; the report of a run is that of its latest scoring.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import os
 import re
-import socket
-import stat
-import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from soev_pipeline.core.chars import scrub
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Evidence
-from soev_pipeline.core.secrets import redact
+from soev_pipeline.project.paths import RunsDir
 
 from .manifest import Manifest
+from .store import EvidenceSink, RunLockedError, object_store_of, open_store
+from .store.files import (
+    MAX_JSON_BYTES,
+    check_regular,
+    drop_broken_last_line,
+    evidence_key,
+    json_text,
+    naming,
+    open_regular,
+    parses,
+    read_json_file,
+    write_json_atomically,
+)
+from .store.local import EVIDENCE, LOCK, MANIFEST, SCORINGS, EvidenceWriter, run_lock
+
+__all__ = [
+    "EVIDENCE",
+    "LOCK",
+    "MANIFEST",
+    "MAX_JSON_BYTES",
+    "REPORT",
+    "RUN_ID",
+    "SCORING",
+    "SCORINGS",
+    "VERDICTS",
+    "EvidenceWriter",
+    "RunArchive",
+    "RunLockedError",
+    "archive_at",
+    "check_regular",
+    "check_run_id",
+    "drop_broken_last_line",
+    "list_runs",
+    "naming",
+    "new_run_id",
+    "open_regular",
+    "read_json_file",
+    "run_lock",
+    "write_json_atomically",
+]
 
 logger = logging.getLogger(__name__)
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_EVIDENCE_HEAD = re.compile(
-    rb'\{"case_id":"([^"\\]+)","suite":"[^"\\]*","split":"[a-z]+","attempt":(\d+),'
-)
-"""The start of an evidence line as `Evidence.model_dump_json` writes it: its case and attempt
-are read without decoding the rest."""
-MANIFEST = "manifest.json"
-EVIDENCE = "evidence.jsonl"
-SCORINGS = "scorings"
 VERDICTS = "verdicts.jsonl"
 REPORT = "report.json"
 SCORING = "scoring.json"
-LOCK = "lock"
-MAX_JSON_BYTES = 64 * 1024 * 1024
-"""The largest `manifest.json` or `report.json` that is read: a manifest of a million
-cases takes a tenth of it; a larger one was not written by a run."""
 
 
 def check_run_id(run_id: str) -> str:
@@ -75,261 +96,28 @@ def new_run_id(now: datetime | None = None) -> str:
     return now.strftime("%Y%m%dt%H%M%S.") + f"{now.microsecond // 1000:03d}z"
 
 
-@contextmanager
-def naming(path: Path) -> Iterator[None]:
-    """Give an `OSError` without a file name (a full disk on write, say) the name of `path`."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is not None:
-            raise
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
-
-
-def write_json_atomically(path: Path, value: Any) -> None:
-    """Write `value` as indented JSON to `path` through a temporary file and a rename.
-
-    Secrets are redacted, and a lone surrogate is replaced, so that the file can be written.
-    """
-    temporary = path.with_name(path.name + ".tmp")
-    text = redact(scrub(json.dumps(value, indent=2, ensure_ascii=False))) + "\n"
-    with naming(path):
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-
-
-def check_regular(path: Path, *, max_bytes: int | None = None) -> None:
-    """Refuse a file of the archive that is not a regular file, or is larger than `max_bytes`.
-
-    A FIFO or a device in the place of an archive file would block the reader or never end;
-    a huge file would fill the memory. Only tampering puts them there.
-
-    Raises:
-        ProjectError: one line naming the file and what is wrong with it.
-    """
-    with naming(path):
-        info = path.stat()
-    _check_stat(path, info, max_bytes)
-
-
-def _check_stat(path: Path, info: os.stat_result, max_bytes: int | None) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        raise ProjectError(f"{path}: not a regular file; a run archive holds only files")
-    if max_bytes is not None and info.st_size > max_bytes:
-        raise ProjectError(
-            f"{path}: {info.st_size} bytes, more than the {max_bytes} such a file may have"
-        )
-
-
-def open_regular(path: Path, *, max_bytes: int | None = None) -> IO[bytes]:
-    """Open a file of the archive for reading, refusing what `check_regular` refuses.
-
-    The file is opened without blocking and checked through its descriptor, so a FIFO is
-    refused at once, and a file swapped after a check cannot slip past it.
-
-    Raises:
-        ProjectError: the file is not a regular file, or is too large.
-        OSError: it cannot be opened (with its name).
-    """
-    with naming(path):
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        _check_stat(path, os.fstat(descriptor), max_bytes)
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
-        os.close(descriptor)
-        raise
-
-
-def read_json_file(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """The JSON value of an archive file, read as `open_regular` allows.
-
-    Raises:
-        ProjectError: the file is refused (see `open_regular`) or is not UTF-8 JSON.
-        OSError: it cannot be read.
-    """
-    with open_regular(path, max_bytes=max_bytes) as file, naming(path):
-        data = file.read()
-    try:
-        return json.loads(data)
-    except ValueError as exc:  # UnicodeDecodeError too
-        raise ProjectError(f"{path}: not a JSON file ({type(exc).__name__})") from None
-
-
-class EvidenceWriter:
-    """Appends evidence lines, flushing each, so a crash loses at most the attempt in flight."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        if path.exists():
-            check_regular(path)
-        with naming(path):
-            drop_broken_last_line(path)
-            self._file: IO[str] = path.open("a", encoding="utf-8")
-        self.written = 0
-
-    def append(self, evidence: Evidence) -> None:
-        with naming(self.path):
-            self._file.write(redact(evidence.model_dump_json()) + "\n")
-            self._file.flush()
-        self.written += 1
-
-    def close(self) -> None:
-        if not self._file.closed:
-            with naming(self.path):
-                try:
-                    self._file.flush()
-                    os.fsync(self._file.fileno())
-                finally:
-                    self._file.close()
-
-    def __enter__(self) -> EvidenceWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _parses(line: bytes) -> bool:
-    try:
-        Evidence.model_validate_json(line)
-    except ValidationError:
-        return False
-    return True
-
-
-def _evidence_key(line: bytes) -> tuple[str, int] | None:
-    """(case id, attempt) of an evidence line; None for one that does not read."""
-    head = _EVIDENCE_HEAD.match(line)
-    if head is not None:
-        return head.group(1).decode("utf-8", "replace"), int(head.group(2))
-    try:
-        raw = json.loads(line)
-        return str(raw["case_id"]), int(raw.get("attempt", 0))
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def drop_broken_last_line(path: Path) -> None:
-    """Cut a last line that a crash left cut short, or that does not decode or parse.
-
-    So appends start clean after a crash. Only the last line is looked at: a broken line
-    in the middle is an error that reading reports (see `RunArchive.iter_evidence`).
-    """
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with path.open("rb+") as file:
-        size = file.seek(0, os.SEEK_END)
-        end = size
-        file.seek(size - 1)
-        if file.read(1) == b"\n":
-            end = size - 1
-        position, start = end, 0
-        block = 65536
-        while position > 0:
-            low = max(0, position - block)
-            file.seek(low)
-            newline = file.read(position - low).rfind(b"\n")
-            if newline != -1:
-                start = low + newline + 1
-                break
-            position = low
-        file.seek(start)
-        last = file.read(size - start)
-        if last.endswith(b"\n") and (not last.strip() or _parses(last)):
-            return
-        file.truncate(start)
-
-
-class RunLockedError(ProjectError):
-    """Another command works on the run: a run, a resume or a rescore of it."""
-
-
-_HELD: dict[Path, list[Any]] = {}
-_GUARD = threading.Lock()
-
-
-def _holder(file: IO[str]) -> str:
-    file.seek(0)
-    try:
-        raw = json.loads(file.read(4096) or "{}")
-    except ValueError:
-        raw = {}
-    if not isinstance(raw, dict) or "pid" not in raw:
-        return "another command"
-    return (
-        f"soev-evals {raw.get('purpose', '?')} (pid {raw['pid']} on {raw.get('host', '?')}, "
-        f"since {raw.get('since', '?')})"
-    )
-
-
-@contextmanager
-def run_lock(run_dir: Path, purpose: str) -> Iterator[None]:
-    """Hold the run's exclusive lock while the block runs; the OS drops it if the process dies.
-
-    The lock is `fcntl.flock` on `<run>/lock`, which records who holds it. It is
-    re-entrant within one process, so a command that holds it can run Dagster steps that
-    take it too; another process gets `RunLockedError` at once.
-
-    Raises:
-        RunLockedError: another process holds the lock; the message says who.
-    """
-    key = run_dir.resolve()
-    with _GUARD:
-        entry = _HELD.get(key)
-        if entry is not None:
-            entry[1] += 1
-        else:
-            with naming(run_dir / LOCK):
-                run_dir.mkdir(parents=True, exist_ok=True)
-                file = (run_dir / LOCK).open("a+", encoding="utf-8")
-            try:
-                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _holder(file)
-                file.close()
-                raise RunLockedError(
-                    f"{run_dir}: run {run_dir.name!r} is in use by {holder}; "
-                    "wait for it to end, then try again"
-                ) from None
-            file.seek(0)
-            file.truncate()
-            file.write(
-                json.dumps(
-                    {
-                        "pid": os.getpid(),
-                        "host": socket.gethostname(),
-                        "purpose": purpose,
-                        "since": datetime.now(UTC).isoformat(timespec="seconds"),
-                    }
-                )
-            )
-            file.flush()
-            _HELD[key] = [file, 1]
-    try:
-        yield
-    finally:
-        with _GUARD:
-            entry = _HELD[key]
-            entry[1] -= 1
-            if entry[1] == 0:
-                del _HELD[key]
-                if not (run_dir / MANIFEST).exists():
-                    # refused before it was archived: leave no folder behind
-                    with suppress(OSError):
-                        (run_dir / LOCK).unlink()
-                        run_dir.rmdir()
-                fcntl.flock(entry[0].fileno(), fcntl.LOCK_UN)
-                entry[0].close()
-
-
 class RunArchive:
-    """One run's folder: its manifest, its evidence and its scorings."""
+    """One run: its manifest, its evidence and its scorings, in the store of `runs_dir`.
 
-    def __init__(self, runs_dir: Path, run_id: str) -> None:
+    `path` is the local folder that holds the run's files while this process reads and
+    writes them (the archive itself on disk; a cache for object storage); `location` is
+    the run as messages name it.
+    """
+
+    def __init__(self, runs_dir: RunsDir, run_id: str) -> None:
         self.run_id = check_run_id(run_id)
         self.runs_dir = runs_dir
-        self.path = runs_dir / run_id
+        self.store = open_store(runs_dir)
+        self.path = self.store.run_dir(self.run_id)
+
+    @property
+    def location(self) -> str:
+        """The run's folder or URL."""
+        return self.store.where(self.run_id)
+
+    def where(self, name: str) -> str:
+        """The run's file `name` (`scorings/0001/report.json`) as messages name it."""
+        return self.store.where(self.run_id, name)
 
     @property
     def manifest_path(self) -> Path:
@@ -340,19 +128,21 @@ class RunArchive:
         return self.path / EVIDENCE
 
     def exists(self) -> bool:
-        return self.manifest_path.exists()
+        return self.store.has_manifest(self.run_id)
 
     def locked(self, purpose: str) -> AbstractContextManager[None]:
-        """The run's exclusive lock (see `run_lock`), for `purpose`: run, resume or rescore."""
-        return run_lock(self.path, purpose)
+        """Hold the run for `purpose` (run, resume or rescore): `flock` on disk, a lease in
+        object storage (`ArchiveStore.locked`); re-entrant within a process.
+
+        Raises:
+            RunLockedError: another command holds the run.
+        """
+        return self.store.locked(self.run_id, purpose)
 
     def create(self, manifest: Manifest) -> None:
-        """Make the run's folder and write its manifest. Raises when the run exists."""
-        if self.exists():
-            raise ProjectError(f"{self.path}: run {self.run_id!r} already exists")
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_json_atomically(self.manifest_path, manifest.model_dump(mode="json"))
-        self.evidence_path.touch()
+        """Archive the run's manifest, only if the run is absent. Raises when it exists."""
+        if not self.store.create_run(self.run_id, json_text(manifest.model_dump(mode="json"))):
+            raise ProjectError(f"{self.location}: run {self.run_id!r} already exists")
 
     def manifest(self) -> Manifest:
         """Read the manifest.
@@ -379,8 +169,13 @@ class RunArchive:
             )
         return manifest
 
-    def evidence_writer(self) -> EvidenceWriter:
-        return EvidenceWriter(self.evidence_path)
+    def evidence_writer(self) -> EvidenceSink:
+        return self.store.evidence_writer(self.run_id)
+
+    def evidence_file(self) -> Path:
+        """The run's evidence as one local file, up to date with the archive."""
+        self.store.refresh_evidence(self.run_id)
+        return self.evidence_path
 
     def iter_evidence(self, *, warn: bool = True) -> Iterator[Evidence]:
         """Yield the archived evidence a line at a time.
@@ -397,6 +192,7 @@ class RunArchive:
             ProjectError: a line other than the last is not valid evidence, or the evidence
                 is not a regular file.
         """
+        self.store.refresh_evidence(self.run_id)
         for _, evidence in self._numbered(warn=warn):
             yield evidence
 
@@ -444,6 +240,7 @@ class RunArchive:
         Read without decoding the lines' bodies. A last line that a crash cut short or left
         broken replaces nothing, as it is not read either.
         """
+        self.store.refresh_evidence(self.run_id)
         return self._scan()[0]
 
     def iter_attempts(self, *, warn: bool = True) -> Iterator[Evidence]:
@@ -453,7 +250,7 @@ class RunArchive:
         a line that a later one of the same attempt replaces is passed over. Otherwise as
         `iter_evidence`.
         """
-        replaced = self.superseded()
+        replaced = self.superseded()  # brings the evidence up to date
         for number, evidence in self._numbered(warn=warn):
             if number not in replaced:
                 yield evidence
@@ -461,6 +258,7 @@ class RunArchive:
     def count_attempts(self) -> int:
         """About how many lines `iter_attempts` yields, one per archived (case, attempt),
         counted without decoding the lines' bodies (for progress)."""
+        self.store.refresh_evidence(self.run_id)
         return self._scan()[1]
 
     def _scan(self) -> tuple[frozenset[int], int]:
@@ -483,10 +281,10 @@ class RunArchive:
                     continue
                 if pending is not None:
                     count(*pending)
-                key = _evidence_key(line)
+                key = evidence_key(line)
                 pending = None if key is None else (number, key)
                 final = line
-        if pending is not None and final.endswith(b"\n") and _parses(final):
+        if pending is not None and final.endswith(b"\n") and parses(final):
             count(*pending)
         return frozenset(replaced), len(last)
 
@@ -502,6 +300,7 @@ class RunArchive:
 
     def scorings(self) -> list[Path]:
         """The scoring folders, oldest first."""
+        self.store.refresh_scorings(self.run_id)
         if not self.scorings_path.exists():
             return []
         return sorted(
@@ -509,12 +308,16 @@ class RunArchive:
         )
 
     def new_scoring(self) -> Path:
-        """Make the next scoring folder (0001, 0002, ...) and return it."""
-        existing = self.scorings()
-        number = int(existing[-1].name) + 1 if existing else 1
-        path = self.scorings_path / f"{number:04d}"
-        path.mkdir(parents=True, exist_ok=False)
-        return path
+        """Claim the next scoring number (0001, 0002, ...) and return its folder."""
+        return self.store.new_scoring(self.run_id)
+
+    def commit(self, scoring: Path, names: Sequence[str]) -> None:
+        """Publish the files `names` of a scoring, in order (`ArchiveStore.commit`)."""
+        self.store.commit(self.run_id, scoring, names)
+
+    def discard(self, scoring: Path) -> None:
+        """Remove what a scoring that did not finish left behind."""
+        self.store.discard_scoring(self.run_id, scoring)
 
     def latest_report_path(self) -> Path | None:
         """The report of the latest complete scoring, or None when the run was never scored.
@@ -549,13 +352,19 @@ class RunArchive:
         return result
 
 
-def list_runs(runs_dir: Path) -> list[tuple[RunArchive, Manifest]]:
+def archive_at(run_dir: Path) -> RunArchive:
+    """The run whose files `run_dir` holds: an object store's run for its cache folder."""
+    remote = object_store_of(run_dir)
+    if remote is not None:
+        return RunArchive(remote[0], remote[1])
+    return RunArchive(run_dir.parent, run_dir.name)
+
+
+def list_runs(runs_dir: RunsDir) -> list[tuple[RunArchive, Manifest]]:
     """The runs in `runs_dir` with their manifests, each read once, oldest first."""
-    if not runs_dir.exists():
-        return []
     runs = []
-    for path in runs_dir.iterdir():
-        if path.is_dir() and RUN_ID.fullmatch(path.name) and (path / MANIFEST).exists():
-            run = RunArchive(runs_dir, path.name)
+    for run_id in open_store(runs_dir).run_ids():
+        if RUN_ID.fullmatch(run_id):
+            run = RunArchive(runs_dir, run_id)
             runs.append((run, run.manifest()))
     return sorted(runs, key=lambda pair: (pair[1].created_at, pair[0].run_id))

@@ -16,13 +16,14 @@ from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.messages import refusal_code
 from soev_pipeline.core.models import Case, Evidence, Failure, Split, Turn
 from soev_pipeline.core.ports import Arm, CaseSetup
 from soev_pipeline.core.secrets import redact
 from soev_pipeline.text import shorten
 
-from .archive import EvidenceWriter
+from .store import EvidenceSink
 from .unrun import CONNECT_ERROR, infrastructure
 
 Progress = Callable[[int, int, int], None]
@@ -155,7 +156,7 @@ def _harness_failure(case: Case, attempt: int, started: datetime, exc: BaseExcep
 async def run_attempts(
     plan: Sequence[tuple[Case, int]],
     arm: Arm,
-    writer: EvidenceWriter,
+    writer: EvidenceSink,
     *,
     messages: Mapping[str, str],
     concurrency: int,
@@ -205,6 +206,7 @@ async def run_attempts(
 
     async def worker() -> None:
         for case, attempt in pending:
+            writer.check()  # the run is still this command's (its lease, on object storage)
             for evidence in watch.take(await one(case, attempt)):
                 archive(evidence)
 
@@ -215,6 +217,8 @@ async def run_attempts(
                     group.create_task(worker())
         except* FirstAttemptsFailed as stopped:
             raise stopped.exceptions[0] from None
+        except* ProjectError as refused:  # the archive refused an attempt, or the run was lost
+            raise refused.exceptions[0] from None
     except (asyncio.CancelledError, KeyboardInterrupt):
         for evidence in watch.held:  # interrupted while watching: they finished, keep them
             archive(evidence)

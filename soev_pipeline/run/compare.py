@@ -21,7 +21,6 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
 
 from soev_pipeline.core.errors import ProjectError
@@ -33,6 +32,7 @@ from soev_pipeline.core.stats import (
     paired_figures,
     verdict,
 )
+from soev_pipeline.project.paths import RunsDir
 
 from .archive import VERDICTS, RunArchive, list_runs, naming
 from .manifest import Manifest
@@ -243,7 +243,7 @@ def read_attempts(archive: RunArchive) -> RunAttempts:
 
 
 def _previous(
-    runs_dir: Path, manifest: Manifest, max_unrun: float
+    runs_dir: RunsDir, manifest: Manifest, max_unrun: float
 ) -> tuple[RunArchive, Manifest, AttemptLedger] | None:
     earlier = [
         (run, other)
@@ -265,7 +265,7 @@ def _previous(
 
 
 def previous_run(
-    runs_dir: Path, manifest: Manifest, *, max_unrun: float = MAX_UNRUN
+    runs_dir: RunsDir, manifest: Manifest, *, max_unrun: float = MAX_UNRUN
 ) -> RunArchive | None:
     """The newest earlier run of the same project that has a report and is not
     inconclusive by itself (more than `max_unrun` of its attempts did not run), or None.
@@ -276,7 +276,7 @@ def previous_run(
     return None if found is None else found[0]
 
 
-def latest_run(runs_dir: Path, project: str) -> RunArchive | None:
+def latest_run(runs_dir: RunsDir, project: str) -> RunArchive | None:
     """The newest run of `project` in `runs_dir` that has a report, or None."""
     for run, manifest in reversed(list_runs(runs_dir)):
         if manifest.project == project and run.latest_report_path() is not None:
@@ -284,7 +284,7 @@ def latest_run(runs_dir: Path, project: str) -> RunArchive | None:
     return None
 
 
-def previous_attempts(runs_dir: Path, manifest: Manifest) -> RunAttempts | None:
+def previous_attempts(runs_dir: RunsDir, manifest: Manifest) -> RunAttempts | None:
     """The attempts of the previous run (see `previous_run`), or None.
 
     A previous run whose scoring no longer reads is passed over with None, so that it

@@ -17,7 +17,15 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Split, Status, Verdict
 
-from .archive import MANIFEST, REPORT, RunArchive, naming, open_regular, write_json_atomically
+from .archive import (
+    MANIFEST,
+    REPORT,
+    RunArchive,
+    archive_at,
+    naming,
+    open_regular,
+    write_json_atomically,
+)
 from .compare import AttemptsCollector, RunAttempts, compare_rates
 from .grading import iter_graded
 from .manifest import Manifest
@@ -198,7 +206,7 @@ def _ledger(scoring_dir: Path) -> tuple[Manifest, AttemptLedger | None] | None:
     run_dir = scoring_dir.parent.parent
     if not (run_dir / MANIFEST).exists():
         return None
-    archive = RunArchive(run_dir.parent, run_dir.name)
+    archive = archive_at(run_dir)
     manifest = archive.manifest()
     try:
         return manifest, read_ledger(archive, manifest)
@@ -254,5 +262,5 @@ def read_report(archive: RunArchive) -> Report:
     manifest = archive.manifest()
     path = archive.latest_report_path()
     if path is None:
-        raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring yet")
+        raise ProjectError(f"{archive.location}: run {archive.run_id!r} has no scoring yet")
     return load_report(path, manifest.suites)

@@ -9,7 +9,6 @@ here imports dagster.
 from __future__ import annotations
 
 import asyncio
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +17,10 @@ from soev_pipeline.core.models import Case, Split
 from soev_pipeline.core.ports import CriterionContext, Judge, LanguageDetector, ReportsStats
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.runtime import BUILTIN, RuntimeBindings
 
-from .archive import SCORING, RunArchive, write_json_atomically
+from .archive import REPORT, SCORING, SCORINGS, VERDICTS, RunArchive, write_json_atomically
 from .attempts import (
     FIRST_ATTEMPTS,
     AttemptStats,
@@ -81,7 +81,7 @@ class PreparedRun:
 
 def prepare_run(
     loaded: LoadedProject,
-    runs_dir: Path,
+    runs_dir: RunsDir,
     run_id: str,
     selection: RunSelection,
     *,
@@ -109,7 +109,7 @@ def prepare_run(
         return PreparedRun(archive, manifest, cases, plan, resumed=True, already_done=len(done))
     if archive.exists():
         raise ProjectError(
-            f"{archive.path}: run {run_id!r} already exists; resume it with --resume {run_id}"
+            f"{archive.location}: run {run_id!r} already exists; resume it with --resume {run_id}"
         )
     selection.check(loaded)
     suites = selection.suites or tuple(suite.name for suite in loaded.suites)
@@ -141,7 +141,7 @@ class AttemptedRun:
 
 async def attempt(
     loaded: LoadedProject,
-    runs_dir: Path,
+    runs_dir: RunsDir,
     run_id: str,
     selection: RunSelection,
     bindings: RuntimeBindings,
@@ -232,15 +232,18 @@ def retries(prepared: PreparedRun) -> list[tuple[Case, int]]:
 
 @dataclass(frozen=True)
 class Scoring:
-    """One grading of a run's evidence: its folder in the archive, and its summary."""
+    """One grading of a run's evidence: its (local) folder, its summary, and where the
+    archive keeps it (a path or a URL, for people)."""
 
     path: Path
     summary: GradingSummary
+    location: str = ""
 
     @classmethod
-    def read(cls, path: Path) -> Scoring:
-        """The scoring archived in the folder `path`."""
-        return cls(path, GradingSummary.model_validate_json((path / SCORING).read_bytes()))
+    def read(cls, archive: RunArchive, path: Path) -> Scoring:
+        """The scoring of `archive` in the folder `path`."""
+        summary = GradingSummary.model_validate_json((path / SCORING).read_bytes())
+        return cls(path, summary, archive.where(f"{SCORINGS}/{path.name}"))
 
 
 async def grade(
@@ -292,13 +295,14 @@ async def grade(
             if isinstance(judge, ReportsStats):
                 summary = summary.model_copy(update={"judge": judge.stats_dict()})
                 write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
+            archive.commit(scoring_dir, (VERDICTS, SCORING))
         except BaseException:
-            shutil.rmtree(scoring_dir, ignore_errors=True)
+            archive.discard(scoring_dir)
             raise
         finally:
             if ctx.corpus is not None:
                 ctx.corpus.drop_indexes()  # their memory goes before the report is built
-    return Scoring(scoring_dir, summary)
+    return Scoring(scoring_dir, summary, archive.where(f"{SCORINGS}/{scoring_dir.name}"))
 
 
 def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = None) -> Report:
@@ -319,6 +323,7 @@ def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = No
             manifest, iter_graded(scoring), scoring=summary, previous=previous, ledger=ledger
         )
         write_report(scoring, report)
+        archive.commit(scoring, (REPORT,))  # the last of the scoring: it is complete
     return report
 
 
@@ -330,7 +335,7 @@ def latest_scoring(archive: RunArchive) -> Path:
     """
     scorings = [path for path in archive.scorings() if (path / SCORING).exists()]
     if not scorings:
-        raise ProjectError(f"{archive.path}: run {archive.run_id!r} has no scoring")
+        raise ProjectError(f"{archive.location}: run {archive.run_id!r} has no scoring")
     return scorings[-1]
 
 

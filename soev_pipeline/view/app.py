@@ -30,6 +30,7 @@ from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.http import register_config_secrets
 from soev_pipeline.project import LoadedProject
+from soev_pipeline.project.paths import RunsDir
 
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
@@ -281,7 +282,7 @@ async def save_label(request: Request) -> Response:
 
 def create_app(
     loaded: LoadedProject,
-    runs_dir: Path,
+    runs_dir: RunsDir,
     *,
     token: str | None = None,
     host: str = "127.0.0.1",

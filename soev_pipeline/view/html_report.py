@@ -86,7 +86,7 @@ def render_html_report(store: RunStore, run_id: str) -> str:
     page = run_page(store, run_id, Filters())
     index = store.index(archive)
     if index is None:
-        raise ProjectError(f"{archive.path}: run {run_id!r} has no scoring yet")
+        raise ProjectError(f"{archive.location}: run {run_id!r} has no scoring yet")
     failing = index.select(status="failed", suite_order=manifest.suites)
     read: list[CasePage] = []
     attempts = 0

@@ -24,6 +24,7 @@ from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.probes import SavedProbing, read_probing
 from soev_pipeline.project import LoadedProject, probes_file, state_dir
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
@@ -121,7 +122,7 @@ class _Cache:
 class RunStore:
     """The runs of a loaded project in `runs_dir`, read on demand and cached."""
 
-    def __init__(self, loaded: LoadedProject, runs_dir: Path) -> None:
+    def __init__(self, loaded: LoadedProject, runs_dir: RunsDir) -> None:
         self.loaded = loaded
         self.runs_dir = runs_dir
         self.cases: dict[str, Case] = {case.id: case for case in loaded.cases()}
@@ -196,7 +197,7 @@ class RunStore:
         if report is None:
             return None
         verdicts = report.parent / VERDICTS
-        evidence = archive.evidence_path
+        evidence = archive.evidence_file()
         return self._indexes.get(
             ("index", archive.path),
             _signature(verdicts, evidence),

@@ -15,8 +15,10 @@ import pytest
 
 from soev_pipeline.core import Evidence
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run import RunArchive, build_manifest, check_run_id, new_run_id
 from tests.conftest import write_project
+from tests.support.moto import S3
 from tests.support.thread_api import FakeThreadAPI, Reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +31,16 @@ def _evidence(case_id: str, attempt: int) -> Evidence:
     )
 
 
-def _archive(tmp_path: Path) -> RunArchive:
+@pytest.fixture(params=["local", "s3"])
+def runs(request: pytest.FixtureRequest, tmp_path: Path) -> RunsDir:
+    """A runs folder of each store: the contract tests below hold for both."""
+    if request.param == "local":
+        return tmp_path
+    s3: S3 = request.getfixturevalue("s3")
+    return s3.url()
+
+
+def _archive(tmp_path: RunsDir) -> RunArchive:
     archive = RunArchive(tmp_path, "r1")
     manifest = build_manifest(
         run_id="r1", project="p", suites=["s"], split=None, k=1, cases=[], shas={}
@@ -69,10 +80,10 @@ def _replied(case_id: str, attempt: int, reply: str) -> Evidence:
     return _evidence(case_id, attempt).model_copy(update={"reply": reply})
 
 
-def test_the_last_line_of_an_attempt_counts(tmp_path: Path) -> None:
+def test_the_last_line_of_an_attempt_counts(runs: RunsDir) -> None:
     """An attempt run once more appends a second line; every reader counts the later one,
     once, in the order of the file."""
-    archive = _archive(tmp_path)
+    archive = _archive(runs)
     with archive.evidence_writer() as writer:
         for evidence in [
             _replied("a", 0, "eerst"),
@@ -120,22 +131,76 @@ def test_lines_in_another_layout_are_recognized_as_the_same_attempt(tmp_path: Pa
     assert [e.reply for e in archive.iter_attempts()] == ["opnieuw"]
 
 
-def test_existing_run_is_not_overwritten(tmp_path: Path) -> None:
-    archive = _archive(tmp_path)
+def test_existing_run_is_not_overwritten(runs: RunsDir) -> None:
+    archive = _archive(runs)
     with pytest.raises(ProjectError, match=r"already exists"):
         archive.create(archive.manifest())
 
 
-def test_scorings_are_kept(tmp_path: Path) -> None:
-    archive = _archive(tmp_path)
+def test_scorings_are_kept(runs: RunsDir) -> None:
+    archive = _archive(runs)
     assert archive.latest_report() is None
     first = archive.new_scoring()
     (first / "report.json").write_text('{"n": 1}', encoding="utf-8")
+    archive.commit(first, ["report.json"])
     second = archive.new_scoring()
     assert [path.name for path in archive.scorings()] == ["0001", "0002"]
     assert archive.latest_report() == {"n": 1}
     (second / "report.json").write_text('{"n": 2}', encoding="utf-8")
+    archive.commit(second, ["report.json"])
     assert archive.latest_report() == {"n": 2}
+    again = RunArchive(runs, "r1")  # as another command reads it
+    assert [path.name for path in again.scorings()] == ["0001", "0002"]
+    assert again.latest_report() == {"n": 2}
+
+
+def test_evidence_is_read_back_by_another_command(runs: RunsDir) -> None:
+    archive = _archive(runs)
+    with archive.evidence_writer() as writer:
+        for case_id in ("a", "b", "c"):
+            writer.append(_evidence(case_id, 0))
+    with archive.evidence_writer() as writer:  # a resume
+        writer.append(_replied("a", 0, "opnieuw"))
+    assert [(e.case_id, e.reply) for e in RunArchive(runs, "r1").iter_attempts()] == [
+        ("b", None),
+        ("c", None),
+        ("a", "opnieuw"),
+    ]
+    assert RunArchive(runs, "r1").count_attempts() == 3
+
+
+def test_one_command_holds_a_run_at_a_time(runs: RunsDir) -> None:
+    """Re-entrant in one process; refused with one line naming the holder in another."""
+    archive = _archive(runs)
+    with archive.locked("run"), archive.locked("rescore"):
+        other = subprocess.run(
+            [sys.executable, "-c", HOLD, str(runs)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            cwd=REPO,
+            timeout=60,
+        )
+    assert other.returncode == 0, other.stderr
+    assert f"is in use by soev-evals run (pid {os.getpid()} on " in other.stdout
+    again = subprocess.run(
+        [sys.executable, "-c", HOLD, str(runs)], capture_output=True, text=True, cwd=REPO
+    )
+    assert again.stdout == "held\n", again.stderr
+
+
+HOLD = """
+import sys
+from pathlib import Path
+from soev_pipeline.run import RunArchive
+from soev_pipeline.run.archive import RunLockedError
+runs = sys.argv[1]
+try:
+    with RunArchive(runs if runs.startswith("s3://") else Path(runs), "r1").locked("rescore"):
+        print("held")
+except RunLockedError as exc:
+    print(exc)
+"""
 
 
 def slow_script(text: str, history: list[str]) -> Reply:

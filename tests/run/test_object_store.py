@@ -1,0 +1,264 @@
+"""What the object store adds to the archive's contract (tests/run/test_archive.py runs that
+over both stores): the probe of conditional writes, the lease, scoring numbers claimed once,
+uploads beside the attempt loop, and compaction. Against moto's S3 server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from soev_pipeline.core import Evidence
+from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.secrets import redact
+from soev_pipeline.run import RunArchive, build_manifest
+from soev_pipeline.run.store import ObjectStore, RunLockedError, open_store
+from soev_pipeline.run.store.bucket import Bucket
+from soev_pipeline.run.store.lease import Lease, lease_seconds
+from soev_pipeline.run.store.objects import attempt_name, in_generation_order
+from tests.support.moto import ENV, S3
+
+
+def _evidence(case_id: str, attempt: int, reply: str | None = None) -> Evidence:
+    now = datetime.now(UTC)
+    return Evidence(
+        case_id=case_id,
+        suite="s",
+        split="dev",
+        attempt=attempt,
+        reply=reply,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def _archive(url: str, k: int = 1) -> RunArchive:
+    archive = RunArchive(url, "r1")
+    manifest = build_manifest(
+        run_id="r1", project="p", suites=["s"], split=None, k=k, cases=[], shas={}
+    )
+    archive.create(manifest)
+    return archive
+
+
+def test_a_store_that_ignores_conditional_writes_is_refused(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As an old MinIO or moto: the headers are dropped on the wire, the put overwrites."""
+    bucket = Bucket(s3.url())
+    client = bucket.client
+    put = client.put_object
+
+    def unconditional(**kwargs: Any) -> Any:
+        kwargs.pop("IfNoneMatch", None)
+        kwargs.pop("IfMatch", None)
+        return put(**kwargs)
+
+    monkeypatch.setattr(client, "put_object", unconditional)
+    with pytest.raises(ProjectError, match=r"does not honour If-None-Match") as refused:
+        bucket.probe()
+    assert "\n" not in str(refused.value)
+    assert not [key for key in s3.keys(bucket.url) if not key.startswith(".soev-probe")]
+
+
+def test_the_probe_passes_a_store_with_conditional_writes(s3: S3) -> None:
+    bucket = Bucket(s3.url())
+    bucket.probe()
+    assert bucket.probed and s3.keys(bucket.url) == []
+
+
+def test_a_missing_bucket_is_one_line(s3: S3) -> None:
+    with pytest.raises(ProjectError, match=r"no bucket 'nowhere' at the object store"):
+        Bucket("s3://nowhere/runs").probe()
+
+
+def test_the_aws_secrets_are_redacted(s3: S3) -> None:
+    Bucket(s3.url())
+    assert ENV["AWS_SECRET_ACCESS_KEY"] not in redact(f"key={ENV['AWS_SECRET_ACCESS_KEY']}")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+        self.seconds = 0.0
+
+    def wall(self) -> datetime:
+        return self.now + timedelta(seconds=self.seconds)
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+
+def _lease(bucket: Bucket, clock: Clock, purpose: str = "run") -> Lease:
+    lease = Lease(bucket, "r1/lease.json", "r1", purpose, 60, clock.wall, clock.monotonic)
+    lease._renew = lambda: None  # type: ignore[method-assign]  # renewed by hand here
+    return lease
+
+
+def test_a_lease_is_refused_until_it_expires_then_taken_over(s3: S3) -> None:
+    bucket, clock = Bucket(s3.url()), Clock()
+    first = _lease(bucket, clock)
+    first.acquire()
+    second = _lease(bucket, clock, "resume")
+    with pytest.raises(RunLockedError) as refused:
+        second.acquire()
+    message = str(refused.value)
+    assert "in use by soev-evals run (pid " in message and " on " in message
+    assert "its lease expires at 2026-01-01T00:01:00+00:00" in message
+    clock.seconds = 30
+    assert first.renew() and first.valid()  # renewed: expires at 00:01:30
+    clock.seconds = 80
+    with pytest.raises(RunLockedError):
+        second.acquire()
+    clock.seconds = 91  # the holder paused past its lease
+    second.acquire()
+    assert not first.valid() and first.lost  # it learns at once, and starts nothing more
+    second.release()
+    third = _lease(bucket, clock, "rescore")
+    third.acquire()  # a released lease is free at once
+
+
+def test_a_holder_that_was_not_taken_over_keeps_its_run(s3: S3) -> None:
+    bucket, clock = Bucket(s3.url()), Clock()
+    lease = _lease(bucket, clock)
+    lease.acquire()
+    clock.seconds = 500  # paused, but nobody took the run
+    assert lease.valid() and not lease.lost
+
+
+def test_the_lease_length_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert lease_seconds() == 60
+    monkeypatch.setenv("SOEV_LEASE_SECONDS", "5")
+    assert lease_seconds() == 5
+    for bad in ("0", "soon", "7200"):
+        monkeypatch.setenv("SOEV_LEASE_SECONDS", bad)
+        with pytest.raises(ProjectError, match=r"SOEV_LEASE_SECONDS"):
+            lease_seconds()
+
+
+def test_scorings_are_numbered_without_collisions(s3: S3) -> None:
+    """Two processes claim at once: each number is created once."""
+    url = s3.url()
+    _archive(url)
+    stores = [ObjectStore(url) for _ in range(4)]
+    claimed: list[str] = []
+    start = threading.Barrier(len(stores))
+
+    def claim(store: ObjectStore) -> None:
+        start.wait()
+        for _ in range(3):
+            claimed.append(store.new_scoring("r1").name)
+
+    threads = [threading.Thread(target=claim, args=(store,)) for store in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == [f"{number:04d}" for number in range(1, 13)]
+
+
+def test_a_scoring_file_is_never_overwritten(s3: S3) -> None:
+    archive = _archive(s3.url())
+    scoring = archive.new_scoring()
+    (scoring / "report.json").write_text("{}", encoding="utf-8")
+    archive.commit(scoring, ["report.json"])
+    with pytest.raises(ProjectError, match=r"exists already; a scoring is never overwritten"):
+        archive.commit(scoring, ["report.json"])
+
+
+def test_appending_does_not_wait_for_the_upload(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = _archive(s3.url())
+    writer = archive.evidence_writer()
+    assert isinstance(archive.store, ObjectStore)
+    create = archive.store.bucket.create
+    gate = threading.Event()
+
+    def held(name: str, data: bytes) -> str | None:
+        gate.wait(30)
+        return create(name, data)
+
+    monkeypatch.setattr(archive.store.bucket, "create", held)
+    writer.append(_evidence("a", 0))
+    writer.append(_evidence("b", 0))
+    assert writer.written == 2  # appended while both uploads wait
+    gate.set()
+    writer.close()
+    assert archive.completed() == {("a", 0), ("b", 0)}
+
+
+def test_the_attempts_are_compacted_into_one_object(s3: S3) -> None:
+    url = s3.url()
+    archive = _archive(url)
+    with archive.evidence_writer() as writer:
+        for case_id in "abcdef":
+            writer.append(_evidence(case_id, 0))
+    keys = s3.keys(url)
+    assert [key for key in keys if key.startswith("r1/attempts/")] == []
+    assert [key for key in keys if key.startswith("r1/compacted/")] == ["r1/compacted/000001.jsonl"]
+    with archive.evidence_writer() as writer:
+        writer.append(_evidence("a", 0, "opnieuw"))
+    keys = s3.keys(url)
+    assert [key for key in keys if "/compacted/" in key or "/attempts/" in key] == [
+        "r1/compacted/000001.jsonl",
+        "r1/compacted/000002.jsonl",
+    ]
+    fresh = RunArchive(url, "r1")
+    fresh.store = ObjectStore(url)  # another process
+    fresh.path = fresh.store.run_dir("r1")
+    assert [(e.case_id, e.reply) for e in fresh.iter_attempts()] == [
+        *((case_id, None) for case_id in "bcdef"),
+        ("a", "opnieuw"),
+    ]
+
+
+def test_a_late_copy_of_a_compacted_attempt_is_not_counted(s3: S3) -> None:
+    """A holder that paused past its lease uploads an attempt that its successor ran and
+    compacted (and deleted) meanwhile: the copy is created, but never read."""
+    url = s3.url()
+    archive = _archive(url)
+    with archive.evidence_writer() as writer:
+        writer.append(_evidence("a", 0, "first"))
+    store = open_store(url)
+    assert isinstance(store, ObjectStore)
+    late = _evidence("a", 0, "late").model_dump_json() + "\n"
+    assert store.bucket.create(f"r1/{attempt_name('a', 0, 0)}", late.encode()) is not None
+    assert [e.reply for e in RunArchive(url, "r1").iter_evidence()] == ["first"]
+
+
+def test_an_attempt_archived_by_another_first_is_not_kept_twice(
+    s3: S3, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = s3.url()
+    archive = _archive(url)
+    store = archive.store
+    assert isinstance(store, ObjectStore)
+    writer = archive.evidence_writer()
+    other = _evidence("a", 0, "other").model_dump_json() + "\n"
+    store.bucket.create(f"r1/{attempt_name('a', 0, 0)}", other.encode())
+    writer.append(_evidence("a", 0, "mine"))
+    with caplog.at_level(logging.WARNING):
+        writer.close()
+    assert [e.reply for e in archive.iter_evidence()] == ["other"]
+    assert any("archived by another command first" in r.getMessage() for r in caplog.records)
+
+
+def test_generations_of_an_attempt_stay_in_order() -> None:
+    names = [attempt_name("a", 0, 1), attempt_name("b", 0, 0), attempt_name("a", 0, 0)]
+    assert in_generation_order(names) == [names[2], names[1], names[0]]
+
+
+def test_the_lease_object_names_its_holder(s3: S3) -> None:
+    url = s3.url()
+    archive = _archive(url)
+    with archive.locked("rescore"):
+        store = archive.store
+        assert isinstance(store, ObjectStore)
+        found = store.bucket.get("r1/lease.json")
+        assert found is not None
+        holder = json.loads(found[0])
+        assert holder["purpose"] == "rescore" and not holder["released"]
+        assert ENV["AWS_SECRET_ACCESS_KEY"] not in found[0].decode()
