@@ -21,6 +21,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import SPLITS, STATUSES
 from soev_pipeline.core.project import Project
 from soev_pipeline.project import LoadedProject, ProjectPaths, load, read_project, read_seal
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import RunArchive, check_run_id, list_runs
 from soev_pipeline.run.manifest import Manifest, check_same_project
 from soev_pipeline.run.scoring import AttemptScore, case_figures
@@ -110,7 +111,7 @@ class Selection:
 
 
 def _runs(
-    runs_dir: Path, project: str, wanted: Sequence[str] | None
+    runs_dir: RunsDir, project: str, wanted: Sequence[str] | None
 ) -> Iterator[tuple[RunArchive, Manifest]]:
     """The project's runs, oldest first, or the `wanted` ones in their order."""
     if wanted is None:

@@ -82,10 +82,10 @@ def check_folder(folder: Path, paths: ProjectPaths) -> Path:
         raise OutputPathError(f"--parquet {folder}: not a folder")
     if not resolved.parent.is_dir():
         raise OutputPathError(f"--parquet {folder}: its folder {resolved.parent} does not exist")
-    for guarded, what in (
-        (paths.runs.resolve(), "the runs archive"),
-        (paths.state.resolve(), "the project's state"),
-    ):
+    guarded_folders = [(paths.state.resolve(), "the project's state")]
+    if isinstance(paths.runs, Path):  # runs in object storage: no local folder to guard
+        guarded_folders.append((paths.runs.resolve(), "the runs archive"))
+    for guarded, what in guarded_folders:
         if resolved == guarded or resolved.is_relative_to(guarded):
             raise OutputPathError(
                 f"--parquet {folder}: inside {what} ({guarded}); export somewhere else"

@@ -23,6 +23,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.core.ports import Judge, ReportsStats
 from soev_pipeline.project import LoadedProject, probes_file
+from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import RunArchive
 from soev_pipeline.run.compare import latest_run
 from soev_pipeline.run.manifest import check_same_project
@@ -172,7 +173,7 @@ async def probe_targets(
     return criteria, trials
 
 
-def _run(loaded: LoadedProject, runs_dir: Path, run_id: str | None) -> RunArchive | None:
+def _run(loaded: LoadedProject, runs_dir: RunsDir, run_id: str | None) -> RunArchive | None:
     if run_id is None:
         return latest_run(runs_dir, loaded.project.name)
     archive = RunArchive(runs_dir, run_id)
@@ -183,7 +184,7 @@ def _run(loaded: LoadedProject, runs_dir: Path, run_id: str | None) -> RunArchiv
 async def probe_judge(
     loaded: LoadedProject,
     state: Path,
-    runs_dir: Path,
+    runs_dir: RunsDir,
     *,
     run_id: str | None = None,
     criteria: Sequence[str] | None = None,

@@ -23,11 +23,12 @@ def owned_paths(paths: ProjectPaths, project: Project) -> list[Owned]:
     """
     directory = paths.directory
     owned = [
-        Owned(paths.runs, "the runs folder"),
         Owned(paths.state, "the project's state folder"),
         Owned(paths.project_file, "the project file"),
         Owned(directory / SEAL_FILE, "the seal of the test cases"),
     ]
+    if isinstance(paths.runs, Path):  # runs in object storage are out of an output's reach
+        owned.append(Owned(paths.runs, "the runs folder"))
     for suite in project.suites:
         owned += [
             Owned(file, f"a file of suite {suite.name!r}") for file in _glob(directory, suite.files)

@@ -23,7 +23,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.probes import SavedProbing, read_probing
-from soev_pipeline.project import LoadedProject, probes_file, state_dir
+from soev_pipeline.project import LoadedProject, ProjectPaths, probes_file
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
@@ -234,7 +234,8 @@ class RunStore:
     @property
     def probing_path(self) -> Path:
         """Where `probe-judge` saves the project's last probing (`probes_file`)."""
-        return probes_file(state_dir(self.runs_dir), self.project)
+        state = ProjectPaths(self.loaded.path, self.runs_dir).state  # beside project.yaml for S3
+        return probes_file(state, self.project)
 
     def probing(self) -> SavedProbing | None:
         """The project's last probing, read again when the file changes; None before the
