@@ -280,6 +280,8 @@ class Soak:
         if "internal error" in text or "Traceback" in text:
             self._problem(f"{what}: an internal error: {text.strip().splitlines()[-1]}")
             self.tally.crashes += 1
+            tail = "\n".join(text.strip().splitlines()[-40:]).replace(TOKEN, "<token>")
+            print(f"  its output, last lines:\n{tail}", file=sys.stderr)
         if TOKEN in text:
             self._problem(f"{what}: the token is in its output")
             self.tally.leaks += 1
