@@ -2,7 +2,9 @@
 
 `DagsterUI(project, home)` starts the webserver and the daemon on a free port of 127.0.0.1
 for the project (through the repository's workspace.yaml and `$SOEV_PROJECT`), waits until
-the code location has loaded, and stops the whole process group afterwards.
+the code location has loaded, and stops the whole process group afterwards. `cwd` is the
+folder it starts in (default: the repository), and so that of its code servers and of the
+runs they start.
 """
 
 from __future__ import annotations
@@ -30,9 +32,16 @@ def _free_port() -> int:
 
 class DagsterUI:
     def __init__(
-        self, project: Path, home: Path, *, workspace: Path | None = None, **env: str
+        self,
+        project: Path,
+        home: Path,
+        *,
+        workspace: Path | None = None,
+        cwd: Path = REPO,
+        **env: str,
     ) -> None:
         self.workspace = workspace or REPO / "workspace.yaml"
+        self.cwd = cwd
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / "dagster-dev.log"
@@ -49,7 +58,7 @@ class DagsterUI:
         self._log = self.log.open("w")
         self._process = subprocess.Popen(
             command,
-            cwd=REPO,
+            cwd=self.cwd,
             env=self._env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
