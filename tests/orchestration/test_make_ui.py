@@ -73,6 +73,25 @@ def _get(url: str) -> tuple[int, str]:
         return error.code, ""
 
 
+def _as_from_a_shell() -> None:
+    """In the child before it runs the command: the signals a shell would give it, none
+    blocked and the stop signals at their defaults, whatever this test process has inherited
+    or been left with by another test (an ignored SIGTERM is inherited across exec, and
+    make keeps a signal ignored that it started with)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _signal_state(pid: int) -> str:
+    """The blocked and ignored signal masks of process `pid`, for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+    return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn")))
+
+
 class UI:
     """`command` (make ui, or scripts/ui.py) started in a process group of its own."""
 
@@ -89,6 +108,7 @@ class UI:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_as_from_a_shell,
             )
 
     def wait_until_it_answers(self) -> None:
@@ -130,7 +150,8 @@ class UI:
             self.process.wait(timeout=60)  # reaped here, not by a later test's collector
 
     def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
+        state = f"this process: {_signal_state(os.getpid())}\n"
+        return state + self.log.read_text(errors="replace")[-3000:]
 
 
 @contextmanager
