@@ -222,7 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_view_parser(commands, _add_project, _add_runs_dir)
     add_calibrate_parser(commands, _add_project, _add_runs_dir, _run_id)
-    add_probe_parser(commands, _add_project, _add_runs_dir, _run_id, _fraction(False, False))
+    add_probe_parser(
+        commands, _add_project, _add_runs_dir, _run_id, _fraction(False, False), _positive
+    )
     add_export_parser(commands, _add_project, _add_runs_dir, _run_id)
 
     seal = commands.add_parser("seal", help="record the digests of the test cases")

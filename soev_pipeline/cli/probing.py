@@ -18,16 +18,6 @@ if TYPE_CHECKING:
     from soev_pipeline.probes import ProbeFigures, Probing
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def _seed(text: str) -> int:
     try:
         return int(text)
@@ -41,9 +31,10 @@ def add_probe_parser(
     add_runs_dir: Callable[[argparse.ArgumentParser], None],
     run_id: Callable[[str], str],
     fraction: Callable[[str], float],
+    positive: Callable[[str], int],
 ) -> None:
-    """The `probe-judge` subcommand; `--project`, `--runs-dir`, the run id's check and the
-    fraction's come from `main`, as every command's do."""
+    """The `probe-judge` subcommand; `--project`, `--runs-dir` and the checks of a run id,
+    a fraction and a positive count come from `main`, as every command's do."""
     probe = commands.add_parser(
         "probe-judge",
         help="probe the judge: the same reply padded, addressed to the grader, reordered",
@@ -62,7 +53,7 @@ def add_probe_parser(
     )
     probe.add_argument(
         "--items",
-        type=_count,
+        type=positive,
         metavar="N",
         help="items per criterion, a seeded sample (default 20)",
     )
