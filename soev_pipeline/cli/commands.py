@@ -56,19 +56,10 @@ from .viewing import write_html
 
 def _after_the_run() -> None:
     """What `run` imports while its attempts run: to write its HTML report, to record the
-    run, and to print its report.
-
-    Opening the project's Dagster instance imports its storage, a second's worth of modules
-    that Dagster names in no public module: an in-memory instance, opened and closed,
-    imports them.
-    """
-    import dagster as dg
-
+    run (Dagster's storage too: `record.load_storage_modules`), and to print its report."""
     importlib.import_module("soev_pipeline.view.html_report")
     importlib.import_module("matplotlib.figure")
-    importlib.import_module("soev_pipeline.orchestration.record")
-    with dg.DagsterInstance.ephemeral():
-        pass
+    importlib.import_module("soev_pipeline.orchestration.record").load_storage_modules()
     importlib.import_module("pandas")
 
 
