@@ -26,6 +26,7 @@ from .attempts import (
     unit_of,
     verdict_rows,
 )
+from .decided import WhatFailed, what_failed
 from .store import NotFound, RunStore
 from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
 
@@ -65,6 +66,11 @@ class CasePage:
     def failed(self) -> tuple[VerdictRow, ...]:
         """The criteria that failed or erred on at least one attempt."""
         return tuple(row for row in self.verdicts if row.failed)
+
+    @property
+    def what_failed(self) -> WhatFailed:
+        """The root causes, the verdicts that decided the result, and the uncounted ones."""
+        return what_failed(self.verdicts, self.attempts)
 
     @property
     def unfailed(self) -> tuple[VerdictRow, ...]:

@@ -25,6 +25,7 @@ from soev_pipeline.core.chars import xml_safe
 
 from .attempts import status_counts
 from .tables import interval, p_value, pct, plain, points, score
+from .translate import _
 
 STYLESHEET = "view.css"
 
@@ -159,6 +160,7 @@ def environment() -> Environment:
         anchor=lambda name, kind: anchor(kind, name),  # `case_id | anchor('case')`
         status_counts=status_counts,
     )
+    env.globals["_"] = _
     return env
 
 

@@ -137,6 +137,13 @@ def test_a_failed_attempt_shows_its_failure(store: RunStore) -> None:
     page = case_page(store, "b1", "kern-003")
     assert [a.failure for a in page.attempts] == ["service_unavailable"] * 2
     assert [row.name for row in page.failed] == ["run.no_failure"]
+    (cause,) = page.what_failed.causes
+    assert (cause.cause, cause.attempts) == ("service_unavailable: storing", (0, 1))
+    html = _html("case.html", case=page, csrf="c", reviewer="", notice=None)
+    summary = html.split('<div class="summary-failed">')[1].split("</div>")[0]
+    assert summary.count("service_unavailable: storing") == 1
+    assert "Attempts 0, 1" in summary and "took down 1 criterion" in summary
+    assert 'class="badge fail"' not in summary  # the cause, not a chip per criterion
 
 
 def test_a_hostile_reply_is_text_on_every_page(store: RunStore) -> None:
