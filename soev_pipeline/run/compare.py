@@ -94,6 +94,10 @@ class CaseAttempts:
         ran = iter(self.passes)
         return tuple(None if at in gaps else next(ran) for at in range(self.attempts))
 
+    def ran(self) -> tuple[int, ...]:
+        """The places in attempt order, from 0, of the attempts that ran."""
+        return tuple(at for at, passed in enumerate(self.outcomes()) if passed is not None)
+
     def bound(self, m: int, *, unrun_passed: bool) -> float:
         """The pass rate over the first `m` attempts (1 ≤ m ≤ attempts), those that did not
         run counted as passed when `unrun_passed`, else as failed."""
@@ -299,6 +303,16 @@ def previous_attempts(runs_dir: RunsDir, manifest: Manifest) -> RunAttempts | No
         return None
 
 
+def paired_attempts(
+    now: CaseAttempts, baseline: CaseAttempts
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The attempts of a case that a comparison pairs, by their places in each run: the
+    first m that ran in each, m the smaller number that ran. The case's two rates in the
+    comparison are the pass rates of these attempts."""
+    m = min(len(now.passes), len(baseline.passes))
+    return now.ran()[:m], baseline.ran()[:m]
+
+
 class _Pair(NamedTuple):
     """A paired case and its two rates over the same attempts."""
 
@@ -347,7 +361,7 @@ def _pairs(now: RunAttempts, baseline: RunAttempts) -> _Pairing:
         if m := min(current.attempts, before.attempts):
             worst = current.bound(m, unrun_passed=False)
             bound.append(_Pair(case_id, suite, split, worst, before.bound(m, unrun_passed=True)))
-        if (m := min(len(current.passes), len(before.passes))) == 0:
+        if (m := len(paired_attempts(current, before)[0])) == 0:
             unrun += 1
         else:
             like.append(_Pair(case_id, suite, split, current.first(m), before.first(m)))

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from soev_pipeline.run.results import Comparison, GroupFigures, Report
 
+from .case_pages import ChangeCounts, change_counts
 from .index import STATUS_FILTERS, CaseEntry
 from .plots import Plot, Point, forest, trend
 from .store import RunStore, RunSummary
@@ -24,12 +25,14 @@ from .tables import (
     GROUP_COLUMNS,
     GROUP_HIDDEN,
     STATUS_COLUMNS,
+    Cell,
     Table,
     build_table,
     interval,
     pct,
     plain,
     points,
+    verdict_cell,
 )
 
 PAGE_SIZE = 50
@@ -73,7 +76,7 @@ class RunRow:
     attempts: int | None
     pass_rate: str
     change: str | None
-    change_verdict: str | None
+    change_verdict: Cell | None
     baseline: str | None
     scoring: str | None
     problem: str | None
@@ -93,7 +96,7 @@ def _run_row(summary: RunSummary) -> RunRow:
     if report is not None and report.previous is not None:
         previous = report.previous
         change = points(previous.overall.delta)
-        verdict = previous.overall.verdict
+        verdict = verdict_cell(previous.overall.model_dump())
         baseline = previous.baseline_id
     overall = report.overall if report is not None else None
     rate = "not graded yet"
@@ -188,10 +191,9 @@ class ComparisonLine:
     """One line about the comparison with the previous run, linking to its page."""
 
     baseline_id: str
-    verdict: str
+    verdict: Cell
     change: str
-    regressions: int
-    improvements: int
+    counts: ChangeCounts
 
 
 @dataclass(frozen=True)
@@ -256,10 +258,9 @@ def _forest(report: Report) -> Plot:
 def comparison_line(comparison: Comparison) -> ComparisonLine:
     return ComparisonLine(
         baseline_id=comparison.baseline_id,
-        verdict=comparison.overall.verdict,
+        verdict=verdict_cell(comparison.overall.model_dump()),
         change=points(comparison.overall.delta),
-        regressions=len(comparison.regressions),
-        improvements=len(comparison.improvements),
+        counts=change_counts(comparison),
     )
 
 

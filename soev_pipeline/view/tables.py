@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .translate import _
+
 Format = Literal["int", "count", "pct", "pct_ci", "score", "delta_ci", "p", "text", "verdict"]
 
 
@@ -101,6 +103,16 @@ VERDICT_CSS = {
 }
 
 
+def verdict_cell(figures: Mapping[str, Any]) -> Cell:
+    """A comparison's verdict as a badge. `unchanged` says only that the change is not
+    significant: where some pairs did change, it reads *not significant*, so a large drop
+    with a high p-value is never called unchanged."""
+    verdict = str(figures.get("verdict"))
+    moved = bool(figures.get("improved") or figures.get("regressed"))
+    shown = _("not significant") if verdict == "unchanged" and moved else _(verdict)
+    return Cell(shown, badge=VERDICT_CSS.get(verdict, "quiet"))
+
+
 def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
     """The cell of `column` for one row's figures."""
     value = figures.get(column.key)
@@ -127,7 +139,7 @@ def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
         case "score":
             return Cell(score(value), "num")
         case "verdict":
-            return Cell(plain(value), badge=VERDICT_CSS.get(str(value), "quiet"))
+            return verdict_cell(figures)
         case _:
             return Cell(plain(value))
 
@@ -143,7 +155,7 @@ def build_table(
     field a row has that is neither a column nor `hidden`."""
     known = {column.key for column in columns} | hidden
     extra: dict[str, None] = {}
-    for _, figures in rows:
+    for _name, figures in rows:
         extra.update((key, None) for key in figures if key not in known)
     headers = (*columns, *(Column(key, key.replace("_", " "), "text") for key in extra))
     return Table(

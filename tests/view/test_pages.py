@@ -21,7 +21,7 @@ from soev_pipeline.view.case_pages import case_page, compare_page, unit_page, ve
 from soev_pipeline.view.pages import PAGE_SIZE, Filters, run_page, runs_page
 from soev_pipeline.view.render import ServerLinks, render
 from soev_pipeline.view.store import NotFound
-from soev_pipeline.view.tables import GROUP_COLUMNS, build_table
+from soev_pipeline.view.tables import GROUP_COLUMNS, Cell, build_table, verdict_cell
 from tests.support.builders import make_case
 from tests.support.project import CITED, SECRET, TEST_IDS
 from tests.view.conftest import HOSTILE, TwoRuns
@@ -45,7 +45,8 @@ def test_the_runs_page_lists_runs_newest_first_with_plots(store: RunStore) -> No
     newest = page.runs[0]
     assert (newest.k, newest.cases, newest.attempts) == (2, 6, 12)
     assert newest.pass_rate.startswith("50.0 % [")
-    assert (newest.baseline, newest.change_verdict) == ("b0", "unchanged")
+    assert newest.baseline == "b0" and newest.change_verdict is not None
+    assert newest.change_verdict.text == "not significant"  # one case dropped, p = 1
     assert [plot.title for plot in page.plots] == [
         "Overall pass rate",
         "Suite kern",
@@ -67,7 +68,8 @@ def test_the_run_page_has_the_tables_with_intervals_and_a_page_of_cases(store: R
     assert page.forest is not None and page.forest.uri.startswith("data:image/svg+xml")
     criteria = {name.text: cells for name, cells in page.criteria.rows}
     assert "rubric.judge" in criteria
-    assert page.previous is not None and page.previous.regressions == 1
+    assert page.previous is not None
+    assert (page.previous.counts.regressed, page.previous.counts.dev_regressed) == (1, 1)
     assert [case.case_id for case in page.cases] == ["kern-001", "kern-003", "priv-001", "kern-002"]
     assert (page.matched, page.dev_cases, page.pages) == (4, 4, 1)
     html = _html("run.html", page=page)
@@ -174,8 +176,20 @@ def test_the_comparison_shows_the_table_then_the_regressed_cases(store: RunStore
     page = compare_page(store, "b1", "previous")
     assert (page.run_id, page.baseline_id) == ("b1", "b0")
     assert [name.text for name, _ in page.groups.rows][:1] == ["overall"]
-    assert ("changed cases", "0") in page.facts
+    assert ("cases changed since the baseline (not paired)", "0") in page.facts
+    columns = [column.key for column in page.groups.headers]
+    rows = {name.text: dict(zip(columns, cells, strict=True)) for name, cells in page.groups.rows}
+    assert rows["overall"]["verdict"].text == "not significant"
+    assert page.counts.dev_regressed == int(rows["split dev"]["regressed"].text) == 1
+    assert page.counts.regressed == int(rows["overall"]["regressed"].text)
     (regressed,) = page.regressions
+    assert regressed.pairing is not None
+    assert (regressed.pairing.baseline, regressed.pairing.run) == ((0,), (0,))
+    assert (regressed.pairing.run_passed, regressed.pairing.run_attempts) == (0, 2)
+    html = _html("compare.html", cmp=page)
+    assert "Dev cases that got worse (1)" in html
+    assert "Paired: attempt(s) 0 of b0 with attempt(s) 0 of b1, the first 1 that ran" in html
+    assert "b0 passed 1 of 1 (100.0 %) and b1 0 of 2 (0.0 %)" in html
     assert (regressed.case_id, regressed.baseline_pass_rate, regressed.pass_rate) == (
         "kern-001",
         "100.0 %",
@@ -254,3 +268,19 @@ def test_a_kind_of_the_project_offers_its_own_labels() -> None:
     assert row.cells[0] is not None and row.cells[0].choices == ("vriendelijk", "bot")
     (unknown,) = verdict_rows([graded], case, {0: True})  # the built-in kinds alone
     assert unknown.cells[0] is not None and unknown.cells[0].choices == ()
+
+
+@pytest.mark.parametrize(
+    ("figures", "shown", "css"),
+    [
+        ({"verdict": "unchanged", "improved": 0, "regressed": 0}, "unchanged", "quiet"),
+        ({"verdict": "unchanged", "improved": 0, "regressed": 4}, "not significant", "quiet"),
+        ({"verdict": "unchanged", "improved": 2, "regressed": 2}, "not significant", "quiet"),
+        ({"verdict": "regressed", "improved": 0, "regressed": 9}, "regressed", "bad"),
+        ({"verdict": "inconclusive", "improved": 0, "regressed": 1}, "inconclusive", "warn"),
+    ],
+)
+def test_a_change_that_is_not_significant_is_never_called_unchanged(
+    figures: dict[str, object], shown: str, css: str
+) -> None:
+    assert verdict_cell(figures) == Cell(shown, badge=css)
