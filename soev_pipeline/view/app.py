@@ -159,7 +159,11 @@ def compare(request: Request) -> Response:
 
 def unit(request: Request) -> Response:
     viewer = _viewer(request)
-    return viewer.page("unit.html", unit=unit_page(viewer.store, request.path_params["unit_id"]))
+    params = request.query_params
+    built = unit_page(
+        viewer.store, request.path_params["unit_id"], params.get("run"), params.get("case")
+    )
+    return viewer.page("unit.html", page=built)
 
 
 def probes(request: Request) -> Response:

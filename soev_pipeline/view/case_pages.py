@@ -390,8 +390,34 @@ def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) 
 # The corpus
 
 
-def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
-    """A unit of the project's corpus.
+@dataclass(frozen=True)
+class UnitPage:
+    """A unit of the corpus, and the case of a run whose page linked to it (`origin`,
+    (run id, case id)), to lead back there."""
+
+    unit: CorpusUnit
+    origin: tuple[str, str] | None
+
+
+def unit_origin(store: RunStore, run_id: str | None, case_id: str | None) -> tuple[str, str] | None:
+    """(run id, case id) when the run has that dev case to show, else None: an address
+    can name any run and case, and a test case is never named."""
+    if not run_id or not case_id:
+        return None
+    try:
+        archive, _manifest = store.archive(run_id)
+    except NotFound:
+        return None
+    index = store.index(archive)
+    if index is None or case_id not in index.cases or not store.shown(case_id):
+        return None
+    return archive.run_id, case_id
+
+
+def unit_page(
+    store: RunStore, unit_id: str, run_id: str | None = None, case_id: str | None = None
+) -> UnitPage:
+    """A unit of the project's corpus, reached from the page of `case_id` in `run_id`.
 
     Raises:
         NotFound: the project has no corpus, or the corpus no such unit.
@@ -399,4 +425,4 @@ def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
     unit = store.corpus.get(unit_id) if store.corpus is not None else None
     if unit is None:
         raise NotFound("no such unit in the corpus")
-    return unit
+    return UnitPage(unit, unit_origin(store, run_id, case_id))

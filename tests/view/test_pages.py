@@ -131,7 +131,7 @@ def test_the_case_page_shows_questions_replies_citations_and_verdicts(store: Run
     assert rows["citations.required"].cells[0] is not None
     assert not rows["citations.required"].cells[0].judged
     html = _html("case.html", case=page, csrf="c", reviewer="", notice=None)
-    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7"' in html
+    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7?run=b0&amp;case=kern-001"' in html
     assert html.count('<form class="label"') == 2  # nuggets.coverage and rubric.judge
 
 
@@ -190,6 +190,7 @@ def test_the_comparison_shows_the_table_then_the_regressed_cases(store: RunStore
     assert "Dev cases that got worse (1)" in html
     assert "Paired: attempt(s) 0 of b0 with attempt(s) 0 of b1, the first 1 that ran" in html
     assert "b0 passed 1 of 1 (100.0 %) and b1 0 of 2 (0.0 %)" in html
+    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7?run=b0&amp;case=kern-001"' in html
     assert (regressed.case_id, regressed.baseline_pass_rate, regressed.pass_rate) == (
         "kern-001",
         "100.0 %",
@@ -217,10 +218,38 @@ def test_verdict_changes_name_criteria_one_run_lacks(store: RunStore) -> None:
 
 
 def test_a_unit_page_shows_the_text_of_the_corpus(store: RunStore) -> None:
-    unit = unit_page(store, "BWBR0005537/artikel-6:7")
-    assert unit.text.startswith("De termijn voor het indienen")
+    page = unit_page(store, "BWBR0005537/artikel-6:7")
+    assert page.unit.text.startswith("De termijn voor het indienen")
+    assert page.origin is None
     with pytest.raises(NotFound):
         unit_page(store, "BWBR0005537/artikel-99")
+
+
+def test_a_unit_page_leads_back_to_the_case_that_cited_it(store: RunStore) -> None:
+    unit = "BWBR0005537/artikel-6:7"
+    page = unit_page(store, unit, "b1", "kern-001")
+    assert page.origin == ("b1", "kern-001")
+    html = _html("unit.html", page=page)
+    assert 'href="/runs/b1/cases/kern-001"' in html and 'href="/runs/b1#cases"' in html
+
+
+@pytest.mark.parametrize(
+    ("run_id", "case_id"),
+    [
+        ("b1", "kern-t01"),  # a test case is never named
+        ("b1", "nope"),
+        ("../b1", "kern-001"),
+        ("nope", "kern-001"),
+        ("b1", ""),
+        (None, "kern-001"),
+    ],
+)
+def test_a_unit_page_leads_only_to_a_dev_case_the_run_has(
+    store: RunStore, run_id: str | None, case_id: str
+) -> None:
+    page = unit_page(store, "BWBR0005537/artikel-6:7", run_id, case_id)
+    assert page.origin is None
+    assert "/cases/" not in _html("unit.html", page=page)
 
 
 def test_a_figure_the_report_adds_later_shows_as_a_column_of_its_own() -> None:
