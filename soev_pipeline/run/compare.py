@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -501,8 +501,12 @@ def compare_runs(
     *,
     alpha: float = ALPHA,
     max_unrun: float = MAX_UNRUN,
+    attempts: Callable[[RunArchive], RunAttempts] | None = None,
 ) -> Comparison:
     """Compare the latest scorings of two runs (`soev-evals compare RUN BASELINE`).
+
+    `attempts` reads a run's attempts (`read_attempts` when None): the viewer passes its
+    cached reader, which also tells a case page which attempts were paired.
 
     Raises:
         ProjectError: a run is missing or unscored, the runs belong to different
@@ -511,9 +515,8 @@ def compare_runs(
     """
     if run.run_id == baseline.run_id:
         raise ProjectError(f"run {run.run_id!r} cannot be its own baseline")
-    comparison = compare_rates(
-        read_attempts(run), read_attempts(baseline), alpha=alpha, max_unrun=max_unrun
-    )
+    read = attempts or read_attempts
+    comparison = compare_rates(read(run), read(baseline), alpha=alpha, max_unrun=max_unrun)
     if comparison.overall.pairs == 0 and not comparison.inconclusive:
         raise ProjectError(
             f"runs {run.run_id!r} and {baseline.run_id!r} share no case with the same digest "

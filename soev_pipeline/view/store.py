@@ -228,7 +228,7 @@ class RunStore:
         return self._comparisons.get(
             ("compare", run.path, baseline.path),
             _signature(*(path.parent / VERDICTS for path in paths if path is not None)),
-            lambda: compare_runs(run, baseline),
+            lambda: compare_runs(run, baseline, attempts=self.attempts),
         )
 
     def attempts(self, run: RunArchive) -> RunAttempts:
