@@ -47,6 +47,7 @@ from .labels import (
     labels_version,
     read_labels,
 )
+from .queue import Candidate, Plan, Progress, Stratum, next_to_label, why_not_labelled
 from .rates import RunRates, run_rates
 from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
 from .service import (
@@ -72,6 +73,7 @@ __all__ = [
     "LABELS_GLOB",
     "Agreement",
     "Calibration",
+    "Candidate",
     "Confusion",
     "ConfusionTable",
     "Correction",
@@ -85,8 +87,11 @@ __all__ = [
     "LabelsRead",
     "LeftOut",
     "Outcome",
+    "Plan",
+    "Progress",
     "ReadLabel",
     "RunRates",
+    "Stratum",
     "agreement_interval",
     "agreement_of",
     "append_label",
@@ -110,10 +115,12 @@ __all__ = [
     "label_files",
     "label_target",
     "labels_version",
+    "next_to_label",
     "project_label_files",
     "read_labels",
     "read_project_labels",
     "rogan_gladen",
     "run_rates",
+    "why_not_labelled",
     "youden_interval",
 ]
