@@ -47,7 +47,15 @@ from .labels import (
     labels_version,
     read_labels,
 )
-from .queue import Candidate, Plan, Progress, Stratum, next_to_label, why_not_labelled
+from .queue import (
+    Candidate,
+    LabelQueue,
+    Plan,
+    Progress,
+    Stratum,
+    next_to_label,
+    why_not_labelled,
+)
 from .rates import RunRates, run_rates
 from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
 from .service import (
@@ -83,6 +91,7 @@ __all__ = [
     "Judged",
     "JudgedRate",
     "LabelLine",
+    "LabelQueue",
     "Labelled",
     "LabelsRead",
     "LeftOut",

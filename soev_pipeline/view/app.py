@@ -44,7 +44,7 @@ from .attempts import unlabelled_words
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
 from .probe_pages import item_page, probes_page
-from .queue import queue_page, skipped_ids
+from .queue import queue_of, queue_page, skipped_ids
 from .render import QUEUE_PATH, ServerLinks, queue_script, render, stylesheet
 from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
@@ -443,9 +443,10 @@ def create_app(
 
 def warm_up(app: Starlette, runs: int = 2) -> None:
     """Do the slow work of the first requests before they come: load the plot library,
-    draw the runs page's plots, and build the newest runs' pages (their index, their plot)
-    and their text to search. Meant for a thread of its own while the server starts; a
-    request that needs what is being built waits for it, and nothing is built twice."""
+    draw the runs page's plots, and build the newest runs' pages (their index, their plot),
+    their text to search, and the newest run's labelling queue. Meant for a thread of its
+    own while the server starts; a request that needs what is being built waits for it,
+    and nothing is built twice."""
     store = _viewer_of(app).store
     with contextlib.suppress(NotFound, ProjectError, OSError, ValueError):
         summaries = runs_page(store).runs[:runs]
@@ -455,6 +456,10 @@ def warm_up(app: Starlette, runs: int = 2) -> None:
             index = store.index(store.archive(summary.run_id)[0])
             if index is not None:
                 index.make_searchable()
+        if summaries:  # the labelling queue's run: its judged verdicts, arranged
+            index = store.index(store.archive(summaries[0].run_id)[0])
+            if index is not None:
+                queue_of(store, index)
 
 
 def _viewer_of(app: Starlette) -> Viewer:

@@ -15,31 +15,32 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from soev_pipeline.calibration import (
+    JUDGED_KINDS,
     Candidate,
     Item,
+    LabelQueue,
     Plan,
     Progress,
     criterion_of,
-    is_judged,
     label_choices,
-    next_to_label,
     project_label_files,
     read_project_labels,
     why_not_labelled,
 )
 from soev_pipeline.calibration.items import ItemKey
 from soev_pipeline.core.canonical import sha256_text
-from soev_pipeline.core.models import Verdict
 from soev_pipeline.criteria.rubric import RubricParams
 
 from .attempts import AttemptView, LabelSeen, Text, attempt_view, labels_seen
 from .index import RunIndex
 from .store import NotFound, RunStore, signature
 
+T = TypeVar("T")
 SKIPS_KEPT = 50
 """The item ids a queue's address keeps as skipped: the last ones skipped."""
 
@@ -55,7 +56,7 @@ def label_items(store: RunStore) -> dict[ItemKey, Item]:
     return store.memo(("labels", store.loaded.directory), signature(*files), build)
 
 
-def _lines_at(path: Path, wanted: Mapping[int, str]) -> Iterator[tuple[str, bytes]]:
+def _lines_at(path: Path, wanted: Mapping[int, T]) -> Iterator[tuple[T, bytes]]:
     """(owner, line) of each line of `path` that starts at an offset of `wanted`."""
     if not path.exists():
         return
@@ -68,62 +69,66 @@ def _lines_at(path: Path, wanted: Mapping[int, str]) -> Iterator[tuple[str, byte
                 yield owner, line
 
 
-def _numbered(verdicts: list[dict[str, object]]) -> Iterator[tuple[int, Verdict]]:
+_JUDGED_MARKS = (b'"prompt_sha":"', *(f'"kind":"{kind}"'.encode() for kind in JUDGED_KINDS))
+"""What a verdicts line holds when one of its verdicts may be the judge's: a line without
+any is passed over undecoded (most lines of a run whose judged criteria are few)."""
+
+
+def _judged(verdicts: list[dict[str, Any]]) -> Iterator[tuple[int, str, str]]:
+    """(nth, kind, status) of each judged verdict among an attempt's `verdicts`."""
     seen: Counter[str] = Counter()
     for raw in verdicts:
-        try:
-            verdict = Verdict.model_validate(raw)
-        except ValidationError:
-            continue
-        yield seen[verdict.kind], verdict
-        seen[verdict.kind] += 1
+        kind, status = str(raw.get("kind")), str(raw.get("status"))
+        nth = seen[kind]
+        seen[kind] += 1
+        if kind in JUDGED_KINDS or raw.get("prompt_sha") is not None:
+            yield nth, kind, status
 
 
-def candidates_of(store: RunStore, index: RunIndex) -> tuple[Candidate, ...]:
-    """The judged verdicts of a scoring's dev cases that a label would count for, read once
-    per scoring (`calibration.why_not_labelled` says which do not)."""
+def queue_of(store: RunStore, index: RunIndex) -> LabelQueue:
+    """The judged verdicts of a scoring's dev cases that a label would count for
+    (`calibration.why_not_labelled` says which do not), read and arranged once per scoring.
 
-    def build() -> tuple[Candidate, ...]:
+    The verdicts are read first, and then only the evidence of the attempts with a judged
+    verdict, for the SHA-256 of their replies.
+    """
+
+    def build() -> LabelQueue:
         owners = {
-            offset: f"{entry.case_id}\0{attempt}"
+            offset: (entry.case_id, attempt)
+            for entry in index.cases.values()
+            for attempt, offset in entry.verdict_at.items()
+        }
+        judged: dict[tuple[str, int], list[tuple[int, str, str]]] = {}
+        for owner, line in _lines_at(index.verdicts_path, owners):
+            if not any(mark in line for mark in _JUDGED_MARKS):
+                continue
+            try:
+                found = list(_judged(json.loads(line)["verdicts"]))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+            if found:
+                judged[owner] = found
+        wanted = {
+            offset: (entry.case_id, attempt)
             for entry in index.cases.values()
             for attempt, offset in entry.evidence_at.items()
+            if (entry.case_id, attempt) in judged
         }
-        replies: dict[str, str] = {}
-        for owner, line in _lines_at(index.evidence_path, owners):
+        candidates: list[Candidate] = []
+        for (case_id, attempt), line in _lines_at(index.evidence_path, wanted):
             try:
                 reply = json.loads(line).get("reply")
             except (ValueError, AttributeError):
                 continue
-            if isinstance(reply, str):
-                replies[owner] = sha256_text(reply)
-        verdict_owners = {
-            offset: f"{entry.case_id}\0{attempt}"
-            for entry in index.cases.values()
-            for attempt, offset in entry.verdict_at.items()
-        }
-        found: list[Candidate] = []
-        for owner, line in _lines_at(index.verdicts_path, verdict_owners):
-            case_id, attempt = owner.split("\0")
             case = store.dev_case(case_id)
-            try:
-                verdicts = json.loads(line)["verdicts"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            sha = replies.get(owner)
-            for nth, verdict in _numbered(verdicts):
-                why = why_not_labelled(
-                    case,
-                    verdict.kind,
-                    nth,
-                    verdict.status,
-                    judged=is_judged(verdict),
-                    has_reply=sha is not None,
-                )
-                if why is None and sha is not None:
-                    passed = verdict.status == "pass"
-                    found.append(Candidate(case_id, int(attempt), sha, verdict.kind, nth, passed))
-        return tuple(found)
+            for nth, kind, status in judged[(case_id, attempt)]:
+                has_reply = isinstance(reply, str)
+                why = why_not_labelled(case, kind, nth, status, judged=True, has_reply=has_reply)
+                if why is None and isinstance(reply, str):
+                    sha = sha256_text(reply)
+                    candidates.append(Candidate(case_id, attempt, sha, kind, nth, status == "pass"))
+        return LabelQueue(candidates)
 
     files = signature(index.verdicts_path, index.evidence_path)
     return store.memo(("candidates", index.verdicts_path), files, build)
@@ -243,9 +248,7 @@ def queue_page(
     if index is None:
         return QueuePage(archive.run_id, reviewer, None, None, None, skipped)
     items = label_items(store)
-    plan = next_to_label(
-        candidates_of(store, index), items.values(), reviewer or "\0", frozenset(skipped)
-    )
+    plan = queue_of(store, index).plan(items.values(), reviewer, frozenset(skipped))
     chosen = plan.next
     item = None if chosen is None else _item(store, index, chosen, plan)
     progress = None if chosen is None else plan.progress.get(chosen.name)
