@@ -177,11 +177,11 @@ def label_queue(request: Request) -> Response:
         _reviewer(request),
         skipped_ids(params.get("skip", "")),
     )
-    saved = params.get("saved")
+    saved, criterion = params.get("saved", ""), params.get("criterion", "")[:200]
     notice = None
-    if saved:
+    if viewer.store.dev_case(saved) is not None:  # an address names no other text to show
         notice = _("Saved: your label of %(item)s is in %(file)s.") % {
-            "item": saved[:300],
+            "item": f"{saved} · {criterion}",
             "file": viewer.labels_shown,
         }
     return viewer.page("label.html", q=built, csrf=viewer.csrf, notice=notice)
@@ -325,8 +325,7 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
             % {"file": shown, "why": exc.strerror or "error"}
         ) from None
     if form.get("back") == "queue":
-        item = f"{case_id} · {criterion_name(kind, nth)}"
-        params = {"run": run_id, "saved": item}
+        params = {"run": run_id, "saved": case_id, "criterion": criterion_name(kind, nth)}
         skip = ",".join(skipped_ids(form.get("skip", "")))
         return "/label?" + urlencode(params | ({"skip": skip} if skip else {}))
     anchor = f"label-{attempt}-{kind}-{nth}"

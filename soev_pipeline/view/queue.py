@@ -3,9 +3,10 @@ so far of each judged verdict, for the queue and the case pages.
 
 The rule that picks the next item is calibration's (`calibration.next_to_label`); this
 module gives it the run's candidates and the project's labels. The candidates of a
-scoring are read once, in one pass over its verdicts and one over its evidence, and kept
-while the files do not change; the labels are read again only when a label file changes.
-So the next item costs a walk over the candidates in memory, not a read of the run.
+scoring are read once (one pass over its verdicts, one over the evidence of its judged
+attempts) and arranged in a `LabelQueue`, kept while the files do not change; the labels
+are read again only when a label file changes. So the next item costs a walk over the
+labels in memory, not a read of the run.
 """
 
 from __future__ import annotations

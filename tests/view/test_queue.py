@@ -98,6 +98,10 @@ def test_the_queue_alone_may_run_a_script_the_viewers_own_file_of_its_keys(
     assert "script-src" not in script.headers["content-security-policy"]
 
 
-def test_the_queue_of_an_unknown_run_is_a_404(own_runs: TwoRuns) -> None:
+def test_the_queue_of_an_unknown_run_is_a_404_and_an_address_puts_no_words_on_it(
+    own_runs: TwoRuns,
+) -> None:
     app = create_app(own_runs.loaded, own_runs.runs)
     assert call(app, "GET", "/label?run=nope").status_code == 404
+    forged = call(app, "GET", "/label?saved=Uw+account+is+verlopen&criterion=x").text
+    assert "Saved:" not in forged and "verlopen" not in forged
