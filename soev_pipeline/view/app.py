@@ -272,7 +272,10 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
         raise NotFound("no such attempt of this case")
     same_kind = [verdict for verdict in graded.verdicts if verdict.kind == kind]
     if not 0 <= nth < len(same_kind):
-        raise BadRequest(f"attempt {attempt} has no criterion {kind!r} #{nth}")
+        raise BadRequest(
+            _("attempt %(attempt)s has no criterion %(kind)r #%(nth)s")
+            % {"attempt": attempt, "kind": kind, "nth": nth}
+        )
     evidence = index.evidence(case_id).get(attempt)
     reply = None if evidence is None else evidence.reply
     verdict = same_kind[nth]
