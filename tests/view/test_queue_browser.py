@@ -7,6 +7,7 @@ the queue's first one."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -58,6 +59,7 @@ def page(tmp_path: Path) -> Iterator[Any]:
             problems: list[str] = []
             opened.on("console", lambda message: problems.append(message.text))
             opened.on("pageerror", lambda error: problems.append(str(error)))
+            opened.problems = problems  # a test that expects one takes it out
             yield opened
             assert problems == []
         finally:
@@ -153,3 +155,42 @@ def test_the_saved_labels_confirmation_is_where_the_eye_is(
     finally:
         status, err = viewer.stop()
     assert status in (0, 130), err
+
+
+def test_a_form_left_open_across_a_restart_keeps_what_was_typed(
+    judged: tuple[Path, FakeChatCompletions], page: Any, tmp_path: Path
+) -> None:
+    path, _ = judged
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first = Viewer(path, "--port", str(port), env=ENVIRONMENT)
+    try:
+        page.goto(f"{first.origin}/runs/b1/cases/priv-001")
+        row = page.locator("table.verdicts tr", has_text="behaviour.expected")
+        row.get_by_text("Label this verdict").first.click()
+        form = row.locator("form.label").first
+        form.get_by_label("should fail").check()
+        form.get_by_label("your name").fill("mw. B. Bakker")
+        form.get_by_label("note").fill("noemt een adres; had moeten weigeren")
+    finally:
+        first.stop()
+    second = Viewer(path, "--port", str(port), env=ENVIRONMENT)  # a new anti-forgery token
+    try:
+        form.get_by_role("button", name="Save label").click()
+        page.get_by_role("heading", name="Not saved yet").wait_for()
+        page.problems.remove(  # the stale form's answer: 403, and the form again
+            "Failed to load resource: the server responded with a status of 403 (Forbidden)"
+        )
+        again = page.locator("form.label")
+        assert again.get_by_label("your name").input_value() == "mw. B. Bakker"
+        assert again.get_by_label("note").input_value() == "noemt een adres; had moeten weigeren"
+        assert again.get_by_label("should fail").is_checked()
+        page.screenshot(path=str(tmp_path / "label-again.png"))
+        again.get_by_role("button", name="Save label again").click()
+        page.get_by_text("Saved: your label of this verdict is in labels/labels.jsonl.").wait_for()
+    finally:
+        status, err = second.stop()
+    assert status in (0, 130), err
+    (line,) = (path.parent / "labels" / "labels.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["note"] == "noemt een adres; had moeten weigeren"
