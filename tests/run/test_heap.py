@@ -12,7 +12,9 @@ def test_the_heap_is_unfrozen_when_the_outermost_use_ends() -> None:
     with frozen_heap():
         frozen = gc.get_freeze_count()
         assert frozen > 0
+        # > 0, not >= frozen: a thread of an earlier test (a test server's) may free
+        # frozen objects meanwhile; an unfreeze empties the permanent generation
         with frozen_heap():
-            assert gc.get_freeze_count() >= frozen
-        assert gc.get_freeze_count() >= frozen  # the inner use did not unfreeze the outer
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() > 0  # the inner use did not unfreeze the outer
     assert gc.get_freeze_count() == 0
