@@ -43,6 +43,7 @@ from soev_pipeline.run.service import (
     Scoring,
     aggregate,
     attempt,
+    attempt_and_grade,
     grade,
     latest_scoring,
     publish,
@@ -217,7 +218,20 @@ async def execute(
                 bindings = await stack.enter_async_context(
                     open_runtime(loaded, name, operation, paths.state, offline=offline)
                 )
-            if attempting:
+            if attempting and "grade" in ordered:
+                attempted, scoring = await attempt_and_grade(
+                    loaded,
+                    paths.runs,
+                    run_id,
+                    selection,
+                    bindings,
+                    resume=resume,
+                    runtime=name,
+                    progress=progress,
+                    retry_unrun=retry_unrun,
+                    offline=offline,
+                )
+            elif attempting:
                 attempted = await attempt(
                     loaded,
                     paths.runs,
@@ -229,7 +243,7 @@ async def execute(
                     progress=progress,
                     retry_unrun=retry_unrun,
                 )
-            if "grade" in ordered:
+            elif "grade" in ordered:
                 scoring = await grade(
                     loaded,
                     archive,

@@ -255,6 +255,23 @@ class RunArchive:
             if number not in replaced:
                 yield evidence
 
+    def attempt_keys(self) -> list[tuple[str, int] | None]:
+        """The (case, attempt) of each line that counts, in the order of the file, read
+        without decoding the lines' bodies; None for a line whose start does not read.
+
+        `iter_attempts` yields these attempts in this order, when every line is one the
+        run wrote (a full line, an attempt within the manifest's k).
+        """
+        replaced = self.superseded()  # brings the evidence up to date
+        if not self.evidence_path.exists():
+            return []
+        with open_regular(self.evidence_path) as lines, naming(self.evidence_path):
+            return [
+                evidence_key(line)
+                for number, line in enumerate(lines, start=1)
+                if line.strip() and number not in replaced
+            ]
+
     def count_attempts(self) -> int:
         """About how many lines `iter_attempts` yields, one per archived (case, attempt),
         counted without decoding the lines' bodies (for progress)."""

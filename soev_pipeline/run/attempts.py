@@ -163,8 +163,12 @@ async def run_attempts(
     setup: CaseSetup | None = None,
     progress: Progress | None = None,
     first: int = 0,
+    archived: Callable[[str], None] | None = None,
 ) -> AttemptStats:
     """Run the planned attempts, at most `concurrency` at a time, appending each to `writer`.
+
+    `archived`, when given, gets the line of each attempt as the archive holds it, once it
+    is appended (to grade it while the others run).
 
     No attempt waits for another: `concurrency` workers take the next pair as soon as they
     are free. When the task is cancelled (Ctrl-C), every attempt that finished is already
@@ -197,7 +201,9 @@ async def run_attempts(
         return evidence.model_copy(update={"refusal_code": code})
 
     def archive(evidence: Evidence) -> None:
-        writer.append(evidence)
+        line = writer.append(evidence)
+        if archived is not None:
+            archived(line)
         stats.finished += 1
         if evidence.failure is not None:
             stats.failed += 1

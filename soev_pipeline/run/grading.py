@@ -13,7 +13,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
@@ -167,6 +175,7 @@ class _Grading:
         concurrency: int,
         workers: int | None,
         progress: Progress | None,
+        max_chunk: int = MAX_CHUNK,
     ) -> None:
         self.loaded = loaded
         self.ctx = ctx
@@ -179,6 +188,7 @@ class _Grading:
         self.limit = asyncio.Semaphore(self.concurrency)
         self.workers = workers
         self.progress = progress
+        self.max_chunk = max(1, max_chunk)
         self.pool: WorkerPool[Sequence[Evidence | str], ChunkResult] | None = None
         self.statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
         self.tasks: set[asyncio.Task[list[Verdict]]] = set()
@@ -188,23 +198,63 @@ class _Grading:
         """The attempts to grade: the first of each (case, attempt), of a case we have."""
         seen: set[tuple[str, int]] = set()
         for item in evidence:
-            key = (item.case_id, item.attempt)
-            if key in seen:
-                continue
-            seen.add(key)
-            plan = self.plans.get(item.case_id)
-            if plan is None:
-                self.skipped += 1
-                continue
-            self.read += 1
-            yield plan, item
+            plan = self._keep(item, seen)
+            if plan is not None:
+                yield plan, item
 
-    async def run(self, evidence: Iterable[Evidence]) -> None:
+    async def streamed(
+        self, evidence: AsyncIterable[Evidence]
+    ) -> AsyncIterator[tuple[_Plan, Evidence]]:
+        """`attempts` of evidence that arrives while it is graded."""
+        seen: set[tuple[str, int]] = set()
+        async for item in evidence:
+            plan = self._keep(item, seen)
+            if plan is not None:
+                yield plan, item
+
+    def _keep(self, item: Evidence, seen: set[tuple[str, int]]) -> _Plan | None:
+        key = (item.case_id, item.attempt)
+        if key in seen:
+            return None
+        seen.add(key)
+        plan = self.plans.get(item.case_id)
+        if plan is None:
+            self.skipped += 1
+            return None
+        self.read += 1
+        return plan
+
+    def _taker(
+        self, evidence: Iterable[Evidence] | AsyncIterable[Evidence]
+    ) -> Callable[[int], Awaitable[list[tuple[_Plan, Evidence]]]]:
+        """How the next batch of at most `size` attempts is read: at once from an iterable;
+        from a stream, as its attempts arrive, at most `max_chunk` of them, so that little is
+        left to grade when the stream ends."""
+        if isinstance(evidence, AsyncIterable):
+            arriving = self.streamed(evidence)
+
+            async def wait(size: int) -> list[tuple[_Plan, Evidence]]:
+                batch: list[tuple[_Plan, Evidence]] = []
+                async for pair in arriving:
+                    batch.append(pair)
+                    if len(batch) >= min(size, self.max_chunk):
+                        break
+                return batch
+
+            return wait
         attempts = self.attempts(evidence)
+
+        async def take(size: int) -> list[tuple[_Plan, Evidence]]:
+            return list(islice(attempts, size))
+
+        return take
+
+    async def run(self, evidence: Iterable[Evidence] | AsyncIterable[Evidence]) -> None:
+        take = self._taker(evidence)
         window: deque[_Chunk] = deque()
         size, ahead, queued, number = WARM_UP, self.concurrency, 0, 0
         try:
-            while batch := list(islice(attempts, size)):
+            while batch := await take(size):
                 number += 1
                 here = [self._here(plan, item) if plan.here else None for plan, item in batch]
                 if self.pool is not None:
@@ -240,7 +290,7 @@ class _Grading:
     def _decide(self, per_attempt: float) -> tuple[int, int]:
         """Start workers when they pay; return the chunk size and how many attempts to
         read ahead of the one being written."""
-        size = min(MAX_CHUNK, max(1, round(CHUNK_S / max(per_attempt, 1e-9))))
+        size = min(self.max_chunk, max(1, round(CHUNK_S / max(per_attempt, 1e-9))))
         count = self.workers
         if count is None:
             remaining = max(0, self.total - self.read)
@@ -299,7 +349,7 @@ class _Grading:
 async def grade_evidence(
     loaded: LoadedProject,
     ctx: CriterionContext,
-    evidence: Iterable[Evidence],
+    evidence: Iterable[Evidence] | AsyncIterable[Evidence],
     scoring_dir: Path,
     *,
     total: int = 0,
@@ -308,8 +358,14 @@ async def grade_evidence(
     offline: bool = False,
     progress: Progress | None = None,
     workers: int | None = None,
+    max_chunk: int = MAX_CHUNK,
 ) -> GradingSummary:
     """Grade `evidence` into `scoring_dir/verdicts.jsonl`, a line per attempt, in order.
+
+    `evidence` is read at once when it is an iterable (an archive's attempts), or as it
+    arrives when it is an async iterable (a run's attempts as they are archived): then
+    chunks hold at most `max_chunk` attempts, are graded as soon as they are full, and the
+    grading ends when the stream does. The lines are the same bytes either way.
 
     Evidence of a case the project no longer has is skipped and counted; of an attempt
     that appears twice, the first counts. `total` is the number of evidence lines (for
@@ -335,6 +391,7 @@ async def grade_evidence(
             concurrency=concurrency,
             workers=workers,
             progress=progress,
+            max_chunk=max_chunk,
         )
         await grading.run(evidence)
     kinds = {spec.kind for plan in grading.plans.values() for spec in plan.case.criteria}

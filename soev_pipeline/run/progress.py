@@ -14,7 +14,9 @@ class Progress:
     """
 
     def started(self, step: Step) -> None:
-        """A step of the run starts (before its `phase`)."""
+        """A step of the run starts (before its `phase`). It may wait (for start-up work the
+        step must not overlap); the grade step of a run that grades its attempts as they are
+        archived calls it on a thread of its own, so the attempts go on meanwhile."""
 
     def phase(self, text: str) -> None:
         """A step starts a phase of work."""

@@ -31,11 +31,12 @@ from .attempts import (
     select_cases,
 )
 from .compare import previous_attempts
-from .grading import grade_evidence, iter_graded
+from .grading import MAX_CHUNK, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
 from .report import build_report, write_report
 from .results import GradingSummary, Report
+from .stream import ArchivedStream
 from .unrun import read_ledger
 
 MAX_K = 1000
@@ -150,8 +151,12 @@ async def attempt(
     runtime: str | None = None,
     progress: Progress | None = None,
     retry_unrun: bool | None = None,
+    stream: ArchivedStream | None = None,
 ) -> AttemptedRun:
     """The attempt step: create the run (or reopen it to resume) and run its missing attempts.
+
+    `stream`, when given, gets every attempt of a new run as it is archived (opened once
+    the run is created; abandoned when the run is resumed, or runs attempts once more).
 
     Each attempt is archived as it finishes. `resume` None resumes when the run is archived
     already and starts it otherwise (what a re-executed Dagster run needs); True requires
@@ -188,6 +193,11 @@ async def attempt(
             loaded, runs_dir, run_id, selection, resume=resume, runtime=runtime or BUILTIN
         )
         progress.phase(f"{len(prepared.plan)} attempts to run")
+        if stream is not None:
+            if prepared.resumed:
+                stream.abandon()
+            else:
+                stream.open(len(prepared.plan), min(system.concurrency, MAX_CHUNK))
         with prepared.archive.evidence_writer() as writer:
 
             async def run(plan: list[tuple[Case, int]], first: int = 0) -> AttemptStats:
@@ -200,6 +210,7 @@ async def attempt(
                     setup=bindings.setup or loaded.setup,
                     progress=progress.attempts,
                     first=first,
+                    archived=None if stream is None else stream.archived,
                 )
 
             try:
@@ -215,6 +226,8 @@ async def attempt(
                 ) from None
             again = retries(prepared) if retry and (stats.failed or prepared.resumed) else []
             if again:
+                if stream is not None:
+                    stream.abandon()
                 progress.phase(f"{len(again)} attempts did not run; running them once more")
                 retried = await run(again)
                 stats.finished += retried.finished
@@ -228,6 +241,11 @@ def retries(prepared: PreparedRun) -> list[tuple[Case, int]]:
     more (`attempts.plan_retries`)."""
     ledger = read_ledger(prepared.archive, prepared.manifest)
     return plan_retries(prepared.cases, prepared.manifest.k, ledger.unrun)
+
+
+class NotTheArchive(Exception):
+    """A streamed grading did not grade the archive's attempts in the archive's order: its
+    scoring is dropped, and the run is graded after its attempts."""
 
 
 @dataclass(frozen=True)
@@ -254,9 +272,13 @@ async def grade(
     language_detector: LanguageDetector | None = None,
     offline: bool = False,
     progress: Progress | None = None,
+    arriving: ArchivedStream | None = None,
 ) -> Scoring:
     """The grade step: grade the run's archived evidence with the current criteria into a
     new scoring. Holds the run's lock; a grading that does not finish leaves no scoring.
+
+    With `arriving` (opened), it grades the attempts of that stream as they are archived
+    instead, and finishes when the stream is closed (`attempt_and_grade`).
 
     Raises:
         ProjectError: the run does not exist, belongs to another project, or its evidence
@@ -275,23 +297,40 @@ async def grade(
             judge=judge,
             language_detector=language_detector or LazyLangidDetector(),
         )
-        progress.started("grade")
-        progress.phase("grading")
+        if arriving is None:
+            progress.started("grade")
+            progress.phase("grading")
+        else:  # may wait for start-up work on a thread: the attempts go on meanwhile
+            await asyncio.to_thread(progress.started, "grade")
         if ctx.corpus is not None:
             # built once before grading: forked grading workers then share them
             await asyncio.to_thread(ctx.corpus.warm)
         scoring_dir = archive.new_scoring()
         try:
-            summary = await grade_evidence(
-                loaded,
-                ctx,
-                archive.iter_attempts(),
-                scoring_dir,
-                total=archive.count_attempts(),
-                prompts=loaded.prompt_shas,
-                offline=offline,
-                progress=progress.graded,
-            )
+            if arriving is None:
+                summary = await grade_evidence(
+                    loaded,
+                    ctx,
+                    archive.iter_attempts(),
+                    scoring_dir,
+                    total=archive.count_attempts(),
+                    prompts=loaded.prompt_shas,
+                    offline=offline,
+                    progress=progress.graded,
+                )
+            else:
+                summary = await grade_evidence(
+                    loaded,
+                    ctx,
+                    arriving,
+                    scoring_dir,
+                    total=arriving.total,
+                    prompts=loaded.prompt_shas,
+                    offline=offline,
+                    max_chunk=arriving.chunk,
+                )
+                if arriving.abandoned or archive.attempt_keys() != arriving.keys:
+                    raise NotTheArchive
             if isinstance(judge, ReportsStats):
                 summary = summary.model_copy(update={"judge": judge.stats_dict()})
                 write_json_atomically(scoring_dir / SCORING, summary.model_dump(mode="json"))
@@ -303,6 +342,99 @@ async def grade(
             if ctx.corpus is not None:
                 ctx.corpus.drop_indexes()  # their memory goes before the report is built
     return Scoring(scoring_dir, summary, archive.where(f"{SCORINGS}/{scoring_dir.name}"))
+
+
+async def attempt_and_grade(
+    loaded: LoadedProject,
+    runs_dir: RunsDir,
+    run_id: str,
+    selection: RunSelection,
+    bindings: RuntimeBindings,
+    *,
+    resume: bool | None = False,
+    runtime: str | None = None,
+    progress: Progress | None = None,
+    retry_unrun: bool | None = None,
+    offline: bool = False,
+) -> tuple[AttemptedRun, Scoring]:
+    """The attempt and grade steps of a new run, overlapped: each attempt is graded as it is
+    archived (docs/runs.md#grading-while-the-attempts-run).
+
+    The grading starts once the run is created and reads the attempts in the order they
+    are archived, which is the order of the archive: its verdicts are those that `grade`
+    would write after the run, byte for byte. It is kept only when the archive's attempts,
+    read when the attempt step is over, are the stream's, in its order; otherwise (a
+    resumed run, attempts run once more) the run is graded after its attempts, as `grade`
+    does. A failure or an interruption of the attempts discards the streamed scoring.
+
+    Raises:
+        The errors of `attempt` and of `grade`.
+    """
+    progress = progress or Progress()
+    stream = ArchivedStream()
+    archive = RunArchive(runs_dir, run_id)
+    attempting = asyncio.ensure_future(
+        attempt(
+            loaded,
+            runs_dir,
+            run_id,
+            selection,
+            bindings,
+            resume=resume,
+            runtime=runtime,
+            progress=progress,
+            retry_unrun=retry_unrun,
+            stream=stream,
+        )
+    )
+    grading: asyncio.Future[Scoring] | None = None
+    try:
+        opened = asyncio.ensure_future(stream.opened.wait())
+        try:
+            await asyncio.wait((attempting, opened), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            opened.cancel()
+        if stream.opened.is_set() and not stream.closed:
+            grading = asyncio.ensure_future(
+                grade(
+                    loaded,
+                    archive,
+                    judge=bindings.judge,
+                    language_detector=bindings.language_detector,
+                    offline=offline,
+                    progress=progress,
+                    arriving=stream,
+                )
+            )
+            # a grading that failed takes no more lines: its error is raised after the run
+            grading.add_done_callback(lambda _: stream.close())
+        attempted = await attempting
+    except BaseException:
+        stream.close()
+        for task in (attempting, grading):
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(
+            *(task for task in (attempting, grading) if task is not None), return_exceptions=True
+        )
+        raise
+    stream.close()
+    scoring: Scoring | None = None
+    if grading is not None:
+        try:
+            scoring = await grading
+        except NotTheArchive:
+            scoring = None
+    if scoring is None:
+        scoring = await grade(
+            loaded,
+            archive,
+            judge=bindings.judge,
+            language_detector=bindings.language_detector,
+            offline=offline,
+            progress=progress,
+        )
+    return attempted, scoring
 
 
 def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = None) -> Report:

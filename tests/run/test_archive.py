@@ -15,6 +15,7 @@ import pytest
 
 from soev_pipeline.core import Evidence
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.secrets import REDACTED, forget_secrets, register_secret
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run import RunArchive, build_manifest, check_run_id, new_run_id
 from tests.conftest import write_project
@@ -78,6 +79,20 @@ def test_evidence_streams_and_a_cut_line_is_ignored(tmp_path: Path) -> None:
 
 def _replied(case_id: str, attempt: int, reply: str) -> Evidence:
     return _evidence(case_id, attempt).model_copy(update={"reply": reply})
+
+
+def test_append_returns_the_line_as_archived(runs: RunsDir) -> None:
+    """What a grading of the attempts as they are archived reads: the archived bytes, a
+    secret redacted, not the evidence as the arm made it."""
+    archive = _archive(runs)
+    register_secret("sleutel-8c1e")
+    try:
+        with archive.evidence_writer() as writer:
+            line = writer.append(_replied("a", 0, "de sleutel-8c1e is geheim"))
+    finally:
+        forget_secrets()
+    assert "sleutel-8c1e" not in line and REDACTED in line
+    assert archive.evidence_file().read_text(encoding="utf-8") == line + "\n"
 
 
 def test_the_last_line_of_an_attempt_counts(runs: RunsDir) -> None:

@@ -107,3 +107,16 @@ def test_past_its_size_budget_the_file_lists_the_rest_of_the_failing_cases(
     assert {ref[1:] for ref in re.findall(r'href="(#[^"]*)"', text)} <= ids
     for case_id in ("kern-003", "priv-001"):
         assert case_id in text  # still listed in the table
+
+
+def test_warm_compiles_the_report_templates_ahead() -> None:
+    from soev_pipeline.view.html_report import warm
+    from soev_pipeline.view.render import environment
+
+    environment.cache_clear()
+    env = environment()
+    assert env.cache is not None and len(env.cache) == 0
+    warm()
+    compiled = env.get_template("report.html")
+    assert len(env.cache) >= 4
+    assert env.get_template("report.html") is compiled  # from the cache, not compiled again

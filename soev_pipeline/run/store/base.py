@@ -40,8 +40,10 @@ class EvidenceSink(Protocol):
 
     written: int
 
-    def append(self, evidence: Evidence) -> None:
-        """Archive `evidence` (maybe in the background: `close` waits for it)."""
+    def append(self, evidence: Evidence) -> str:
+        """Archive `evidence` (maybe in the background: `close` waits for it); return its
+        line as archived (secrets redacted, without the newline): what a reader of the
+        archive will decode."""
 
     def check(self) -> None:
         """Raise when no more attempt may start: the run's lease is lost.

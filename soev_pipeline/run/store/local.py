@@ -44,11 +44,13 @@ class EvidenceWriter:
             self._file: IO[str] = path.open("a", encoding="utf-8")
         self.written = 0
 
-    def append(self, evidence: Evidence) -> None:
+    def append(self, evidence: Evidence) -> str:
+        line = redact(evidence.model_dump_json())
         with naming(self.path):
-            self._file.write(redact(evidence.model_dump_json()) + "\n")
+            self._file.write(line + "\n")
             self._file.flush()
         self.written += 1
+        return line
 
     def check(self) -> None:
         """Nothing to check: `flock` holds the run until this process ends."""

@@ -451,13 +451,14 @@ class ObjectEvidenceWriter:
                 "took the run); its finished attempts are archived"
             )
 
-    def append(self, evidence: Evidence) -> None:
+    def append(self, evidence: Evidence) -> str:
         self.check()
         key = (evidence.case_id, evidence.attempt)
         generation = self._generations.get(key, -1) + 1
         self._generations[key] = generation
         name = attempt_name(evidence.case_id, evidence.attempt, generation)
-        data = (redact(evidence.model_dump_json()) + "\n").encode("utf-8")
+        line = redact(evidence.model_dump_json())
+        data = (line + "\n").encode("utf-8")
         self._slots.acquire()
         with self._settled:
             self._pending += 1
@@ -468,6 +469,7 @@ class ObjectEvidenceWriter:
             raise
         self._ours.append((name, data))
         self.written += 1
+        return line
 
     def _upload(self, name: str, data: bytes) -> None:
         try:

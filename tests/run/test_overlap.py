@@ -1,0 +1,264 @@
+"""A new run's attempts are graded as they are archived (`service.attempt_and_grade`): the
+overlap itself, shown by an assistant that waits for a verdict of an earlier attempt; the
+verdicts byte for byte those of a grading after the run, on disk and in object storage;
+and the runs that fall back to grading after their attempts, or leave no scoring."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage
+from soev_pipeline.project import load
+from soev_pipeline.run import RunArchive, grading
+from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS
+from soev_pipeline.run.pool import GradingWorkerError
+from soev_pipeline.run.service import RunSelection, attempt_and_grade, grade
+from soev_pipeline.runtime import RuntimeBindings
+from tests.support.moto import S3
+
+HOOKS = '''\
+"""A kind that notes each attempt it grades, on the event loop."""
+
+import asyncio
+
+from soev_pipeline.core import FrozenModel
+from soev_pipeline.criteria import Builtin, outcome
+
+
+class NoParams(FrozenModel):
+    pass
+
+
+GRADED: list[str] = []
+EVENTS: dict[str, asyncio.Event] = {}
+
+
+def event(case_id):
+    return EVENTS.setdefault(case_id, asyncio.Event())
+
+
+async def noted(case, evidence, *, params, ctx):
+    GRADED.append(case.id)
+    event(case.id).set()
+    return outcome(passed=evidence.reply is not None, detail="noted")
+
+
+CRITERIA = [Builtin("test.noted", NoParams, noted)]
+'''
+
+GUARD_S = 60.0
+"""How long the assistant waits for a verdict before it gives up: a guard against a hang
+when grading does not overlap, never reached when it does."""
+
+
+def _project(directory: Path, cases: int, concurrency: int) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "overlap_hooks.py").write_text(HOOKS, encoding="utf-8")
+    suite = {
+        "suite": "s",
+        "criteria": [
+            {"kind": "test.noted"},
+            {"kind": "run.no_failure", "gate": True},
+            {"kind": "usage.max_tokens", "max": 50},
+        ],
+        "cases": [{"id": f"c{number:03d}", "input": f"vraag {number}"} for number in range(cases)],
+    }
+    (directory / "s.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
+    project = {
+        "name": "overlap",
+        "hooks": "overlap_hooks",
+        "system": {"base_url": "http://127.0.0.1:9/", "concurrency": concurrency},
+        "suites": [{"name": "s", "files": "s.yaml"}],
+    }
+    path = directory / "project.yaml"
+    path.write_text(yaml.safe_dump(project), encoding="utf-8")
+    return path
+
+
+def _hooks() -> ModuleType:
+    return sys.modules["overlap_hooks"]
+
+
+class Assistant:
+    """An arm that answers at once, except that attempt `n` of case `c<i>` first waits for
+    `wait_for(c<i>, n)` (a case id whose verdict must exist), and that the attempts in
+    `unrun` fail once with a 503."""
+
+    def __init__(
+        self,
+        wait_for: Mapping[tuple[str, int], str] | None = None,
+        unrun: set[tuple[str, int]] | None = None,
+        hang: str | None = None,
+    ) -> None:
+        self.wait_for = dict(wait_for or {})
+        self.unrun = set(unrun or ())
+        self.hang = hang
+        self.seen_graded: list[int] = []
+
+    async def attempt(
+        self, case: Case, *, attempt: int, fields: Mapping[str, Any] | None = None
+    ) -> Evidence:
+        started = datetime(2026, 1, 1, tzinfo=UTC)
+        earlier = self.wait_for.get((case.id, attempt))
+        if earlier is not None:
+            await asyncio.wait_for(_hooks().event(earlier).wait(), GUARD_S)
+        if case.id == self.hang:
+            await asyncio.Event().wait()
+        self.seen_graded.append(len(_hooks().GRADED))
+        text = case.turns[0]
+        if (case.id, attempt) in self.unrun:
+            self.unrun.discard((case.id, attempt))
+            failure = Failure(code="http_error", detail="unavailable", http_status=503)
+            turn = Turn(input=text, failure=failure)
+        else:
+            usage = Usage(prompt_tokens=5, completion_tokens=7)
+            turn = Turn(input=text, reply=f"antwoord op {text}", usage=usage)
+        return Evidence(
+            case_id=case.id,
+            suite=case.suite,
+            split=case.split,
+            attempt=attempt,
+            turns=(turn,),
+            reply=turn.reply,
+            started_at=started,
+            finished_at=started,
+        )
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _run(
+    project: Path, runs: str | Path, arm: Assistant, *, k: int = 1, resume: bool = False
+) -> Any:
+    loaded = load(project)
+    return asyncio.run(
+        attempt_and_grade(
+            loaded,
+            runs,
+            "r1",
+            RunSelection(k=k),
+            RuntimeBindings(arm=arm),  # type: ignore[arg-type]
+            resume=resume,
+        )
+    )
+
+
+def _regraded(project: Path, runs: str | Path) -> bytes:
+    """The verdicts of a grading of the archive after the run (a rescore)."""
+    archive = RunArchive(runs, "r1")
+    scoring = asyncio.run(grade(load(project), archive, judge=None))
+    return (scoring.path / VERDICTS).read_bytes()
+
+
+def test_an_attempt_is_graded_while_later_ones_run(tmp_path: Path) -> None:
+    """Attempt c004 is only answered once c000 has its verdict: graded after the run, c000
+    would never be graded, and c004 would wait until its guard fails the run."""
+    project = _project(tmp_path / "p", cases=8, concurrency=1)
+    arm = Assistant(wait_for={("c004", 0): "c000"})
+    attempted, scoring = _run(project, tmp_path / "runs", arm)
+    assert attempted.stats.failed == 0
+    assert arm.seen_graded[4] >= 1  # c000 was graded before c004 was answered
+    assert scoring.summary.attempts == 8 and scoring.path.name == "0001"
+    assert (scoring.path / SCORING).exists() and not (scoring.path / REPORT).exists()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_streamed_verdicts_are_those_of_a_grading_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    monkeypatch.setenv("SOEV_GRADE_WORKERS", workers)
+    project = _project(tmp_path / "p", cases=60, concurrency=4)
+    arm = Assistant(wait_for={("c050", 1): "c010"})
+    _, scoring = _run(project, tmp_path / "runs", arm, k=2)
+    assert scoring.summary.attempts == 120
+    assert (scoring.path / VERDICTS).read_bytes() == _regraded(project, tmp_path / "runs")
+
+
+def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:
+    project = _project(tmp_path / "p", cases=12, concurrency=2)
+    arm = Assistant(wait_for={("c010", 0): "c001"})
+    runs = s3.url()
+    _, scoring = _run(project, runs, arm)
+    streamed = (scoring.path / VERDICTS).read_bytes()
+    assert len(streamed.splitlines()) == 12
+    assert streamed == _regraded(project, runs)
+
+
+def test_a_run_that_runs_attempts_once_more_is_graded_after_them(tmp_path: Path) -> None:
+    """The retried attempts' new lines replace old ones: the stream is abandoned and the
+    archive graded as it ends up, the retried attempts with their new replies."""
+    project = _project(tmp_path / "p", cases=10, concurrency=2)
+    arm = Assistant(unrun={("c003", 0), ("c007", 0)})
+    attempted, scoring = _run(project, tmp_path / "runs", arm)
+    assert attempted.stats.retried == 2
+    verdicts = (scoring.path / VERDICTS).read_bytes()
+    assert b'"passed":false' not in verdicts  # the retried attempts passed this time
+    assert verdicts == _regraded(project, tmp_path / "runs")
+
+
+def test_an_interrupted_run_leaves_no_scoring_and_resumes(tmp_path: Path) -> None:
+    project = _project(tmp_path / "p", cases=10, concurrency=1)
+    runs = tmp_path / "runs"
+    arm = Assistant(wait_for={("c005", 0): "c001"}, hang="c005")
+
+    async def interrupted() -> None:
+        loaded = load(project)
+        run = asyncio.ensure_future(
+            attempt_and_grade(
+                loaded,
+                runs,
+                "r1",
+                RunSelection(),
+                RuntimeBindings(arm=arm),  # type: ignore[arg-type]
+            )
+        )
+        await asyncio.wait_for(_hooks().event("c001").wait(), GUARD_S)  # graded: streaming
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(interrupted())
+    archive = RunArchive(runs, "r1")
+    assert len(archive.completed()) == 5
+    assert archive.scorings() == []  # the streamed scoring was dropped, not left half made
+    _, scoring = _run(project, runs, Assistant(), resume=True)
+    assert scoring.summary.attempts == 10
+    assert (scoring.path / VERDICTS).read_bytes() == _regraded(project, runs)
+
+
+def test_a_worker_that_dies_while_attempts_run_ends_the_run_with_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempts go on to the end and stay archived; the grading's error follows them,
+    and no scoring is left: a rescore grades the run."""
+    monkeypatch.setenv("SOEV_GRADE_WORKERS", "2")
+    parent = os.getpid()
+    chunk_grade = grading._ChunkGrader.grade
+
+    def dying(self: Any, chunk: Any) -> Any:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return chunk_grade(self, chunk)
+
+    monkeypatch.setattr(grading._ChunkGrader, "grade", dying)
+    project = _project(tmp_path / "p", cases=60, concurrency=2)
+    runs = tmp_path / "runs"
+    with pytest.raises(GradingWorkerError, match=r"ended unexpectedly \(killed, or out of memory"):
+        _run(project, runs, Assistant())
+    assert multiprocessing.active_children() == []
+    archive = RunArchive(runs, "r1")
+    assert len(archive.completed()) == 60
+    assert archive.scorings() == []
