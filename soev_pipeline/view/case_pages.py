@@ -26,6 +26,8 @@ from .attempts import (
     unit_of,
     verdict_rows,
 )
+from .i18n import N_
+from .i18n import gettext as _
 from .store import NotFound, RunStore
 from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
 
@@ -99,7 +101,7 @@ def _attempts(
 ) -> tuple[list[GradedAttempt], list[AttemptView]]:
     index = store.index(archive)
     if index is None or case_id not in index.cases:
-        raise NotFound("no such dev case in this run")
+        raise NotFound(_("no such dev case in this run"))
     graded = index.graded(case_id)
     evidence = index.evidence(case_id)
     views = [attempt_view(g, evidence.get(g.attempt), store.corpus) for g in graded]
@@ -193,11 +195,23 @@ _STRUCTURED = {
 }
 
 
+FACT_NAMES = {
+    "alpha": N_("alpha"),
+    "changed_cases": N_("changed cases"),
+    "unpaired_cases": N_("unpaired cases"),
+    "unrun_cases": N_("unrun cases"),
+    "unrun": N_("unrun"),
+    "inconclusive": N_("inconclusive"),
+}
+"""The names of the comparison's own fields, to translate; a field added later shows as
+its key."""
+
+
 def comparison_facts(comparison: Comparison) -> tuple[tuple[str, str], ...]:
     """The comparison's own fields beside its tables, each as (name, value)."""
     dumped = comparison.model_dump(mode="json")
     return tuple(
-        (key.replace("_", " "), plain(value))
+        (_(FACT_NAMES[key]) if key in FACT_NAMES else key.replace("_", " "), plain(value))
         for key, value in dumped.items()
         if key not in _STRUCTURED
     )
@@ -205,10 +219,16 @@ def comparison_facts(comparison: Comparison) -> tuple[tuple[str, str], ...]:
 
 def comparison_table(comparison: Comparison) -> Table:
     """Section 10's table: the whole run, each suite and each split, paired and tested."""
-    rows = [("overall", comparison.overall.model_dump(mode="json"))]
-    rows += [(f"suite {name}", g.model_dump(mode="json")) for name, g in comparison.suites.items()]
-    rows += [(f"split {name}", g.model_dump(mode="json")) for name, g in comparison.splits.items()]
-    return build_table(rows, PAIRED_COLUMNS, hidden=PAIRED_HIDDEN, row_css={"overall": "strong"})
+    rows = [(_("overall"), comparison.overall.model_dump(mode="json"))]
+    rows += [
+        (_("suite {name}").format(name=name), g.model_dump(mode="json"))
+        for name, g in comparison.suites.items()
+    ]
+    rows += [
+        (_("split {name}").format(name=name), g.model_dump(mode="json"))
+        for name, g in comparison.splits.items()
+    ]
+    return build_table(rows, PAIRED_COLUMNS, hidden=PAIRED_HIDDEN, row_css={_("overall"): "strong"})
 
 
 def verdict_changes(
@@ -221,12 +241,13 @@ def verdict_changes(
         old = earlier.pop(row.name, None)
         if old is not None and status_shares(old) == status_shares(row):
             continue
-        was = status_counts(old) if old is not None else "not graded"
+        was = status_counts(old) if old is not None else _("not graded")
         failing = next((c for c in row.cells if c and c.status in ("fail", "error")), None)
         detail = failing.detail if failing is not None else None
         changes.append(VerdictChange(row.name, was, status_counts(row), detail))
     changes += [
-        VerdictChange(name, status_counts(row), "not graded", None) for name, row in earlier.items()
+        VerdictChange(name, status_counts(row), _("not graded"), None)
+        for name, row in earlier.items()
     ]
     return changes
 
@@ -274,7 +295,9 @@ def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) 
     run, manifest = store.archive(run_id)
     baseline = store.baseline(manifest, baseline_id)
     if baseline is None:
-        raise NotFound(f"run {run_id!r} has no earlier run with a report to compare with")
+        raise NotFound(
+            _("run {run!r} has no earlier run with a report to compare with").format(run=run_id)
+        )
     comparison = store.comparison(run, baseline)
     regressions = sorted(
         comparison.regressions, key=lambda c: (c.pass_rate - c.baseline_pass_rate, c.case_id)
@@ -317,5 +340,5 @@ def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
     """
     unit = store.corpus.get(unit_id) if store.corpus is not None else None
     if unit is None:
-        raise NotFound("no such unit in the corpus")
+        raise NotFound(_("no such unit in the corpus"))
     return unit

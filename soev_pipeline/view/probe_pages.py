@@ -25,6 +25,7 @@ from soev_pipeline.probes import (
 )
 
 from .attempts import SHOWN_CHARS, Text
+from .i18n import gettext as _
 from .store import NotFound, RunStore
 
 ITEMS_LISTED = 100
@@ -196,20 +197,27 @@ def _criterion(
 
 
 def _facts(saved: SavedProbing, limit: float) -> tuple[tuple[str, str], ...]:
-    taken = f"{saved.sources.get('labels', 0)} from labels"
+    taken = _("{n} from labels").format(n=saved.sources.get("labels", 0))
     if saved.run_id is not None:
-        taken += f", {saved.sources.get('run', 0)} from run {saved.run_id}"
+        taken += ", " + _("{n} from run {run}").format(
+            n=saved.sources.get("run", 0), run=saved.run_id
+        )
     report = saved.report
-    asked = (
-        f"asked {_count(report.judge_calls)} times, "
-        f"{_count(report.cache_hits)} answers from its cache"
+    asked = _("asked {calls} times, {hits} answers from its cache").format(
+        calls=_count(report.judge_calls), hits=_count(report.cache_hits)
     )
+    items = _("{taken}; at most {items} per criterion, seed {seed}")
+    every = _("every judged criterion")
+    offline = " (" + _("offline: the cache only") + ")" if saved.offline else ""
     return (
-        ("probed", saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
-        ("items", f"{taken}; at most {saved.items} per criterion, seed {saved.seed}"),
-        ("criteria", ", ".join(saved.criteria) if saved.criteria else "every judged criterion"),
-        ("the judge", asked + (" (offline: the cache only)" if saved.offline else "")),
-        ("a bias is shown", f"when a flip rate's interval lies above {100 * limit:g} %"),
+        (_("probed"), saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
+        (_("items"), items.format(taken=taken, items=saved.items, seed=saved.seed)),
+        (_("criteria"), ", ".join(saved.criteria) if saved.criteria else every),
+        (_("the judge"), asked + offline),
+        (
+            _("a bias is shown"),
+            _("when a flip rate's interval lies above {limit} %").format(limit=f"{100 * limit:g}"),
+        ),
     )
 
 
@@ -238,7 +246,7 @@ def probes_page(store: RunStore) -> ProbesPage:
 
 
 def _count(value: int | None) -> str:
-    return "an unknown number of" if value is None else str(value)
+    return _("an unknown number of") if value is None else str(value)
 
 
 def changes(before: str, after: str) -> tuple[Piece, ...]:
@@ -247,7 +255,7 @@ def changes(before: str, after: str) -> tuple[Piece, ...]:
     first, second = _TOKENS.findall(before), _TOKENS.findall(after)
     matcher = difflib.SequenceMatcher(None, first, second, autojunk=False)
     pieces: list[Piece] = []
-    for op, _, _, start, end in matcher.get_opcodes():
+    for op, _i1, _i2, start, end in matcher.get_opcodes():
         _extend(pieces, second[start:end], op != "equal")
     return tuple(pieces)
 
@@ -286,11 +294,11 @@ def item_page(store: RunStore, trial_id: str) -> ItemPage:
     """
     saved = store.probing()
     if saved is None:
-        raise NotFound("the judge has not been probed yet")
+        raise NotFound(_("the judge has not been probed yet"))
     trial = next((t for t in _shown(store, saved.trials) if t.id == trial_id), None)
     case = store.dev_case(trial.case_id) if trial is not None else None
     if trial is None or case is None:
-        raise NotFound("no such probed item in the last probing")
+        raise NotFound(_("no such probed item in the last probing"))
     before, before_cut = _cut(trial.reply)
     after, after_cut = _cut(trial.probed_reply)
     questions = tuple(text for text in map(Text.of, case.turns) if text is not None)
@@ -318,7 +326,7 @@ def _in_run(store: RunStore, run_id: str | None, case_id: str) -> bool:
     if run_id is None:
         return False
     try:
-        archive, _ = store.archive(run_id)
+        archive, _manifest = store.archive(run_id)
     except NotFound:
         return False
     index = store.index(archive)

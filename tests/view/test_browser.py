@@ -300,6 +300,7 @@ def test_axe_finds_no_serious_violation_on_any_page_kind(
         "unit": unit,
         "probes": "/probes",
         "probe item": item,
+        "glossary": "/glossary",
         "error": "/runs/no-such-run",
     }
     for kind, path in kinds.items():
@@ -309,3 +310,39 @@ def test_axe_finds_no_serious_violation_on_any_page_kind(
     page.goto(report.as_uri())
     problems += _accessibility_problems(page)
     assert not problems, "\n".join(problems)
+
+
+def test_the_pages_speak_dutch_with_lang_nl_and_stay_accessible(
+    browser: Any, project: Project, tmp_path: Path
+) -> None:
+    running = Viewer(project.path, "--lang", "nl", env=ENVIRONMENT)
+    report = tmp_path / "rapport.html"
+    try:
+        done = invoke("report", "r2", "--project", project.path, "--html", report, "--lang", "nl")
+        assert done.status == 0, done.text
+        watched = _watch(browser, tmp_path, (running.origin + "/", "data:", report.as_uri()))
+        page = watched.page
+        page.goto(running.url)
+        page.get_by_role("heading", name="Testrondes van wetwijzer").wait_for()
+        assert page.locator("html").get_attribute("lang") == "nl"
+        page.get_by_role("link", name="r2", exact=True).click()
+        page.get_by_role("heading", name="Slagingspercentages").wait_for()
+        problems = _accessibility_problems(page)
+        page.get_by_role("link", name="Wat de kolommen betekenen").click()
+        page.get_by_role("heading", name="Begrippen", exact=True).wait_for()
+        assert page.url.endswith("/glossary#term-pass-rate")
+        problems += _accessibility_problems(page)
+        page.goto(f"{running.origin}/runs/r2/cases/kern-001")
+        page.get_by_role("heading", name="Oordelen", exact=True).wait_for()
+        watched.shot("10-case-in-dutch")
+        problems += _accessibility_problems(page)
+        page.goto(report.as_uri())
+        page.get_by_role("heading", name="Testronde r2", exact=True).wait_for()
+        page.get_by_role("link", name="begrippen").click()
+        page.get_by_text("pass^k", exact=True).first.wait_for()
+        problems += _accessibility_problems(page)
+        assert not problems, "\n".join(problems)
+        assert watched.problems == []
+    finally:
+        status, err = running.stop()
+    assert status in (0, 130), err
