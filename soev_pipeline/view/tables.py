@@ -153,7 +153,7 @@ def build_table(
         extra.update((key, None) for key in figures if key not in known)
     headers = (
         *(Column(c.key, _(c.title), c.format, _(c.hint) if c.hint else "") for c in columns),
-        *(Column(key, key.replace("_", " "), "text") for key in extra),
+        *(Column(key, _(key.replace("_", " ")), "text") for key in extra),
     )
     return Table(
         headers=headers,
@@ -196,6 +196,15 @@ PAIRED_COLUMNS = (
     Column("verdict", N_("verdict"), "verdict"),
 )
 PAIRED_HIDDEN = frozenset({"ci95", "stderr"})
+
+OTHER_FIELDS = (
+    N_("unrun attempts"),
+    N_("worst case delta"),
+    N_("worst case p holm"),
+    N_("reason"),
+)
+"""The report's fields that show as columns of their own (`build_table`), by the name a
+page gives them, marked so that their names are translated too."""
 
 STATUS_COLUMNS = (
     Column("pass", N_("pass"), "int"),

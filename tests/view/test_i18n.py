@@ -13,10 +13,22 @@ from babel.messages.pofile import read_po
 from starlette.applications import Starlette
 
 from soev_pipeline.cli.viewing import LANGUAGES as CLI_LANGUAGES
+from soev_pipeline.probes import CriterionProbes, ProbeFigures
 from soev_pipeline.project import load
+from soev_pipeline.run.results import GroupFigures, PairedGroup
 from soev_pipeline.view import create_app, i18n, render_html_report
+from soev_pipeline.view.probe_pages import SUMMARIES, SUMMARIES_SHOWN, summary, verdict_line
 from soev_pipeline.view.store import RunStore
-from soev_pipeline.view.tables import p_value, pct, points
+from soev_pipeline.view.tables import (
+    GROUP_COLUMNS,
+    GROUP_HIDDEN,
+    OTHER_FIELDS,
+    PAIRED_COLUMNS,
+    PAIRED_HIDDEN,
+    p_value,
+    pct,
+    points,
+)
 from tests.support.cli import invoke
 from tests.view.conftest import TwoRuns
 from tests.view.test_app import call
@@ -189,3 +201,60 @@ def test_the_html_report_speaks_the_language_it_is_written_in(two_runs: TwoRuns)
     assert '<html lang="nl">' in html and 'id="term-detectable-drop"' in html
     assert "Aangehaalde wetgeving" in html and 'href="#glossary"' in html
     assert _english_left(html) == []
+
+
+def _figures(kind: str, items: int, flipped: int) -> ProbeFigures:
+    rate = flipped / items if items else None
+    bounds = (max(0.0, (rate or 0) - 0.2), min(1.0, (rate or 0) + 0.2)) if items else None
+    return ProbeFigures(
+        kind=kind,  # type: ignore[arg-type]
+        items=items,
+        flipped=flipped,
+        to_pass=0,
+        to_fail=flipped,
+        judge_errors=0,
+        flip_rate=rate,
+        flip_ci95=bounds,
+    )
+
+
+@pytest.mark.parametrize(
+    "probes",
+    [
+        {"verbosity": _figures("invariance", 10, 0)},
+        {"option_order": _figures("invariance", 10, 8), "format": _figures("invariance", 10, 9)},
+        {
+            "verbosity": _figures("invariance", 10, 0),
+            "counterfactual": _figures("sensitivity", 0, 0),
+        },
+        {"counterfactual": _figures("sensitivity", 5, 0)},
+        {"counterfactual": _figures("sensitivity", 5, 3)},
+        {"counterfactual": _figures("sensitivity", 5, 5)},
+    ],
+)
+def test_the_probes_line_of_the_page_says_in_english_what_probe_judge_says(
+    probes: dict[str, ProbeFigures],
+) -> None:
+    criterion = CriterionProbes(prompt_sha256={}, probes=probes)
+    assert verdict_line(criterion, 0.05) == criterion.verdict_line(0.05)
+    with i18n.speaking("nl"):
+        assert verdict_line(criterion, 0.05) != criterion.verdict_line(0.05)
+
+
+def test_the_probes_summaries_shown_are_probe_judges_in_english() -> None:
+    assert SUMMARIES_SHOWN == SUMMARIES
+    with i18n.speaking("nl"):
+        assert all(summary(name) != SUMMARIES[name] for name in SUMMARIES)
+
+
+def test_every_field_a_table_shows_by_its_own_name_has_a_name_to_translate() -> None:
+    tables = (
+        (GroupFigures, GROUP_COLUMNS, GROUP_HIDDEN),
+        (PairedGroup, PAIRED_COLUMNS, PAIRED_HIDDEN),
+    )
+    for model, columns, hidden in tables:
+        known = {column.key for column in columns} | hidden
+        for name, field in model.model_fields.items():
+            key = field.alias or name
+            if key not in known:
+                assert key.replace("_", " ") in OTHER_FIELDS, (model.__name__, key)
