@@ -258,3 +258,11 @@ def test_every_field_a_table_shows_by_its_own_name_has_a_name_to_translate() -> 
             key = field.alias or name
             if key not in known:
                 assert key.replace("_", " ") in OTHER_FIELDS, (model.__name__, key)
+
+
+def test_a_refused_label_is_refused_in_the_language_of_the_pages(dutch: Starlette) -> None:
+    form = {"csrf": dutch.state.viewer.csrf, "case_id": "no-such-case", "attempt": "0"}
+    response = call(dutch, "POST", "/runs/b1/labels", data=form)
+    assert response.status_code == 404
+    assert "het project heeft zo&#39;n ontwikkelcasus niet" in response.text
+    assert '<html lang="nl">' in response.text
