@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -93,6 +93,10 @@ class CaseAttempts:
         )
         ran = iter(self.passes)
         return tuple(None if at in gaps else next(ran) for at in range(self.attempts))
+
+    def ran(self) -> tuple[int, ...]:
+        """The places in attempt order, from 0, of the attempts that ran."""
+        return tuple(at for at, passed in enumerate(self.outcomes()) if passed is not None)
 
     def bound(self, m: int, *, unrun_passed: bool) -> float:
         """The pass rate over the first `m` attempts (1 ≤ m ≤ attempts), those that did not
@@ -299,6 +303,16 @@ def previous_attempts(runs_dir: RunsDir, manifest: Manifest) -> RunAttempts | No
         return None
 
 
+def paired_attempts(
+    now: CaseAttempts, baseline: CaseAttempts
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The attempts of a case that a comparison pairs, by their places in each run: the
+    first m that ran in each, m the smaller number that ran. The case's two rates in the
+    comparison are the pass rates of these attempts."""
+    m = min(len(now.passes), len(baseline.passes))
+    return now.ran()[:m], baseline.ran()[:m]
+
+
 class _Pair(NamedTuple):
     """A paired case and its two rates over the same attempts."""
 
@@ -347,7 +361,7 @@ def _pairs(now: RunAttempts, baseline: RunAttempts) -> _Pairing:
         if m := min(current.attempts, before.attempts):
             worst = current.bound(m, unrun_passed=False)
             bound.append(_Pair(case_id, suite, split, worst, before.bound(m, unrun_passed=True)))
-        if (m := min(len(current.passes), len(before.passes))) == 0:
+        if (m := len(paired_attempts(current, before)[0])) == 0:
             unrun += 1
         else:
             like.append(_Pair(case_id, suite, split, current.first(m), before.first(m)))
@@ -487,8 +501,12 @@ def compare_runs(
     *,
     alpha: float = ALPHA,
     max_unrun: float = MAX_UNRUN,
+    attempts: Callable[[RunArchive], RunAttempts] | None = None,
 ) -> Comparison:
     """Compare the latest scorings of two runs (`soev-evals compare RUN BASELINE`).
+
+    `attempts` reads a run's attempts (`read_attempts` when None): the viewer passes its
+    cached reader, which also tells a case page which attempts were paired.
 
     Raises:
         ProjectError: a run is missing or unscored, the runs belong to different
@@ -497,9 +515,8 @@ def compare_runs(
     """
     if run.run_id == baseline.run_id:
         raise ProjectError(f"run {run.run_id!r} cannot be its own baseline")
-    comparison = compare_rates(
-        read_attempts(run), read_attempts(baseline), alpha=alpha, max_unrun=max_unrun
-    )
+    read = attempts or read_attempts
+    comparison = compare_rates(read(run), read(baseline), alpha=alpha, max_unrun=max_unrun)
     if comparison.overall.pairs == 0 and not comparison.inconclusive:
         raise ProjectError(
             f"runs {run.run_id!r} and {baseline.run_id!r} share no case with the same digest "

@@ -60,6 +60,15 @@ def score_attempt(verdicts: Iterable[Verdict], pass_threshold: float = 1.0) -> A
     return AttemptScore(score, passed)
 
 
+def can_fail(status: str, *, weight: float, gate: bool) -> bool:
+    """Whether a verdict of `status` can fail its attempt, by the rule of `score_attempt`:
+    an error always does, a fail does when it is a gate or has weight; a fail of a
+    criterion of weight 0 that is no gate is reported but never counts."""
+    if status == "error":
+        return True
+    return status == "fail" and (gate or weight > 0)
+
+
 @dataclass(frozen=True, slots=True)
 class CaseFigures:
     """The figures of one case over its attempts; `unrun` of them did not run."""

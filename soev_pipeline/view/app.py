@@ -34,12 +34,12 @@ from soev_pipeline.project.paths import RunsDir
 
 from . import i18n
 from .case_pages import case_page, compare_page, unit_page
-from .i18n import gettext as _
 from .pages import Filters, run_page, runs_page
 from .probe_pages import item_page, probes_page
 from .render import ServerLinks, render, stylesheet
 from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
+from .translate import _
 
 REVIEWER_COOKIE = "soev_view_by"
 MAX_FORM_BYTES = 64 * 1024
@@ -165,7 +165,11 @@ def compare(request: Request) -> Response:
 
 def unit(request: Request) -> Response:
     viewer = _viewer(request)
-    return viewer.page("unit.html", unit=unit_page(viewer.store, request.path_params["unit_id"]))
+    params = request.query_params
+    built = unit_page(
+        viewer.store, request.path_params["unit_id"], params.get("run"), params.get("case")
+    )
+    return viewer.page("unit.html", page=built)
 
 
 def probes(request: Request) -> Response:

@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from soev_pipeline.calibration import criterion_of, is_judged, label_choices
-from soev_pipeline.core.models import Case, Evidence, Turn, Verdict
+from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Verdict
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.criteria import CriterionRegistry
 from soev_pipeline.run.results import GradedAttempt
 
 from .i18n import term
+from .translate import _
 
 SHOWN_CHARS = 20_000
 """The longest reply, question or detail a page shows whole."""
@@ -75,6 +76,9 @@ class AttemptView:
     variants: tuple[VariantView, ...]
     has_reply: bool
     """Whether the attempt has a final reply, which a human label quotes."""
+    cause: str | None = None
+    """Why the attempt has no reply (its first failure, else that it gave none): what took
+    down the criteria that needed one. None when it has a reply or no evidence."""
 
     @property
     def reply(self) -> Text | None:
@@ -125,12 +129,16 @@ def unit_of(source: str, corpus: CorpusLookup | None) -> str | None:
     return None
 
 
+def failure_text(failure: Failure) -> str:
+    """A failure in one line: its code, the HTTP status when there was one, its detail."""
+    status = f" (HTTP {failure.http_status})" if failure.http_status is not None else ""
+    return failure.code + status + (f": {failure.detail}" if failure.detail else "")
+
+
 def _turn(turn: Turn, corpus: CorpusLookup | None) -> TurnView:
     usage = turn.usage
     tokens = "" if usage is None else f"{usage.prompt_tokens} + {usage.completion_tokens}"
-    failure = None
-    if turn.failure is not None:
-        failure = turn.failure.code + (f": {turn.failure.detail}" if turn.failure.detail else "")
+    failure = None if turn.failure is None else failure_text(turn.failure)
     return TurnView(
         question=Text.of(turn.input) or Text(""),
         reply=Text.of(turn.reply),
@@ -148,7 +156,7 @@ def attempt_view(
     in evidence.jsonl is gone or damaged: the page shows the verdicts alone)."""
     turns: tuple[TurnView, ...] = ()
     variants: tuple[VariantView, ...] = ()
-    refusal = failure = None
+    refusal = failure = cause = None
     has_reply = False
     if evidence is not None:
         turns = tuple(_turn(turn, corpus) for turn in evidence.turns)
@@ -171,6 +179,8 @@ def attempt_view(
         first = evidence.failure
         failure = None if first is None else first.code
         has_reply = evidence.reply is not None
+        if not has_reply:
+            cause = _("no reply") if first is None else failure_text(first)
     return AttemptView(
         attempt=graded.attempt,
         passed=graded.passed,
@@ -180,6 +190,7 @@ def attempt_view(
         failure=failure,
         variants=variants,
         has_reply=has_reply,
+        cause=cause,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.run.archive import RunArchive
+from soev_pipeline.run.compare import CaseAttempts, paired_attempts
 from soev_pipeline.run.results import Comparison, GradedAttempt
 
 from .attempts import (
@@ -26,10 +27,11 @@ from .attempts import (
     unit_of,
     verdict_rows,
 )
+from .decided import WhatFailed, what_failed
 from .i18n import N_
-from .i18n import gettext as _
 from .store import NotFound, RunStore
 from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
+from .translate import _
 
 SIDE_BY_SIDE = 3
 """Attempts of each run that a regressed case shows in a comparison."""
@@ -67,6 +69,11 @@ class CasePage:
     def failed(self) -> tuple[VerdictRow, ...]:
         """The criteria that failed or erred on at least one attempt."""
         return tuple(row for row in self.verdicts if row.failed)
+
+    @property
+    def what_failed(self) -> WhatFailed:
+        """The root causes, the verdicts that decided the result, and the uncounted ones."""
+        return what_failed(self.verdicts, self.attempts)
 
     @property
     def unfailed(self) -> tuple[VerdictRow, ...]:
@@ -150,11 +157,43 @@ class VerdictChange:
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """Which attempts of a case the comparison paired (by attempt number), and how each run
+    fared over all its attempts, as its run page shows it (an attempt that did not run
+    counts as failed there, and is left out of the pairs)."""
+
+    run: tuple[int, ...]
+    baseline: tuple[int, ...]
+    run_passed: int
+    run_attempts: int
+    run_rate: str
+    baseline_passed: int
+    baseline_attempts: int
+    baseline_rate: str
+
+
+def pairing(now: CaseAttempts, before: CaseAttempts) -> Pairing:
+    """The pairing of one case, by the rule of the comparison (`run.compare.paired_attempts`)."""
+    ours, theirs = paired_attempts(now, before)
+    return Pairing(
+        run=ours,
+        baseline=theirs,
+        run_passed=sum(now.passes),
+        run_attempts=now.attempts,
+        run_rate=pct(now.rate),
+        baseline_passed=sum(before.passes),
+        baseline_attempts=before.attempts,
+        baseline_rate=pct(before.rate),
+    )
+
+
+@dataclass(frozen=True)
 class ChangedCase:
     case_id: str
     suite: str
     pass_rate: str
     baseline_pass_rate: str
+    pairing: Pairing | None
     changes: tuple[VerdictChange, ...]
     before: tuple[AttemptView, ...]
     after: tuple[AttemptView, ...]
@@ -171,14 +210,43 @@ class ChangeRow:
 
 
 @dataclass(frozen=True)
+class ChangeCounts:
+    """How many paired cases got worse, better or stayed the same, overall and among the
+    dev cases: the figures of the comparison table's rows `overall` and `split dev`, which
+    every summary of a comparison quotes, so that the counts on the pages agree."""
+
+    pairs: int
+    regressed: int
+    improved: int
+    unchanged: int
+    dev_regressed: int
+    dev_improved: int
+
+
+def change_counts(comparison: Comparison) -> ChangeCounts:
+    overall = comparison.overall
+    dev = comparison.splits.get("dev")
+    return ChangeCounts(
+        pairs=overall.pairs,
+        regressed=overall.regressed,
+        improved=overall.improved,
+        unchanged=overall.unchanged,
+        dev_regressed=dev.regressed if dev is not None else 0,
+        dev_improved=dev.improved if dev is not None else 0,
+    )
+
+
+@dataclass(frozen=True)
 class ComparePage:
     project: str
     run_id: str
     baseline_id: str
     facts: tuple[tuple[str, str], ...]
     groups: Table
+    counts: ChangeCounts
     regressions: tuple[ChangedCase, ...]
     regressed: int
+    """The dev cases that got worse and are shown (not a test case in the project now)."""
     improvements: tuple[ChangeRow, ...]
     page: int
     pages: int
@@ -197,10 +265,10 @@ _STRUCTURED = {
 
 FACT_NAMES = {
     "alpha": N_("alpha"),
-    "changed_cases": N_("changed cases"),
-    "unpaired_cases": N_("unpaired cases"),
-    "unrun_cases": N_("unrun cases"),
-    "unrun": N_("unrun"),
+    "changed_cases": N_("cases changed since the baseline (not paired)"),
+    "unpaired_cases": N_("cases in one run only (not paired)"),
+    "unrun_cases": N_("cases without an attempt that ran in both (not paired)"),
+    "unrun": N_("attempts that did not run"),
     "inconclusive": N_("inconclusive"),
 }
 """The names of the comparison's own fields, to translate; a field added later shows as
@@ -260,7 +328,9 @@ def changed_case(
     suite: str,
     rates: tuple[float, float],
 ) -> ChangedCase:
-    """A case of both runs: what changed in its verdicts, and its replies side by side."""
+    """A case of both runs: which attempts were paired, what changed in its verdicts, and
+    its replies side by side."""
+    ours, theirs = (store.attempts(side).cases.get(case_id) for side in (run, baseline))
     case = store.dev_case(case_id)
     graded_after, after = _attempts(store, run, case_id)
     try:
@@ -276,6 +346,7 @@ def changed_case(
         suite=suite,
         pass_rate=pct(rates[0]),
         baseline_pass_rate=pct(rates[1]),
+        pairing=pairing(ours, theirs) if ours is not None and theirs is not None else None,
         changes=tuple(changes),
         before=tuple(before[:SIDE_BY_SIDE]),
         after=tuple(after[:SIDE_BY_SIDE]),
@@ -312,6 +383,7 @@ def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) 
         baseline_id=baseline.run_id,
         facts=comparison_facts(comparison),
         groups=comparison_table(comparison),
+        counts=change_counts(comparison),
         regressions=tuple(
             changed_case(
                 store, run, baseline, c.case_id, c.suite, (c.pass_rate, c.baseline_pass_rate)
@@ -332,8 +404,34 @@ def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) 
 # The corpus
 
 
-def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
-    """A unit of the project's corpus.
+@dataclass(frozen=True)
+class UnitPage:
+    """A unit of the corpus, and the case of a run whose page linked to it (`origin`,
+    (run id, case id)), to lead back there."""
+
+    unit: CorpusUnit
+    origin: tuple[str, str] | None
+
+
+def unit_origin(store: RunStore, run_id: str | None, case_id: str | None) -> tuple[str, str] | None:
+    """(run id, case id) when the run has that dev case to show, else None: an address
+    can name any run and case, and a test case is never named."""
+    if not run_id or not case_id:
+        return None
+    try:
+        archive, _manifest = store.archive(run_id)
+    except NotFound:
+        return None
+    index = store.index(archive)
+    if index is None or case_id not in index.cases or not store.shown(case_id):
+        return None
+    return archive.run_id, case_id
+
+
+def unit_page(
+    store: RunStore, unit_id: str, run_id: str | None = None, case_id: str | None = None
+) -> UnitPage:
+    """A unit of the project's corpus, reached from the page of `case_id` in `run_id`.
 
     Raises:
         NotFound: the project has no corpus, or the corpus no such unit.
@@ -341,4 +439,4 @@ def unit_page(store: RunStore, unit_id: str) -> CorpusUnit:
     unit = store.corpus.get(unit_id) if store.corpus is not None else None
     if unit is None:
         raise NotFound(_("no such unit in the corpus"))
-    return unit
+    return UnitPage(unit, unit_origin(store, run_id, case_id))

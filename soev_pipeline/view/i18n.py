@@ -83,9 +83,6 @@ def ngettext(singular: str, plural: str, count: int) -> str:
     return translations(current()).ngettext(singular, plural, count)
 
 
-_ = gettext
-
-
 def decimal(value: float, places: int) -> str:
     """`value` with `places` decimals, with the decimal sign of the current language
     (`76.5`, `76,5`); no grouping, so a figure reads the same in a table and a sentence."""

@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from soev_pipeline.run.results import Comparison, GroupFigures, Report
 
+from .case_pages import ChangeCounts, change_counts
 from .i18n import N_
-from .i18n import gettext as _
 from .index import STATUS_FILTERS, CaseEntry
 from .plots import Plot, Point, forest, trend
 from .store import RunStore, RunSummary
@@ -26,13 +26,16 @@ from .tables import (
     GROUP_COLUMNS,
     GROUP_HIDDEN,
     STATUS_COLUMNS,
+    Cell,
     Table,
     build_table,
     interval,
     pct,
     plain,
     points,
+    verdict_cell,
 )
+from .translate import _
 
 PAGE_SIZE = 50
 
@@ -83,7 +86,7 @@ class RunRow:
     attempts: int | None
     pass_rate: str
     change: str | None
-    change_verdict: str | None
+    change_verdict: Cell | None
     baseline: str | None
     scoring: str | None
     problem: str | None
@@ -103,7 +106,7 @@ def _run_row(summary: RunSummary) -> RunRow:
     if report is not None and report.previous is not None:
         previous = report.previous
         change = points(previous.overall.delta)
-        verdict = previous.overall.verdict
+        verdict = verdict_cell(previous.overall.model_dump())
         baseline = previous.baseline_id
     overall = report.overall if report is not None else None
     rate = _("not graded yet")
@@ -201,10 +204,9 @@ class ComparisonLine:
     """One line about the comparison with the previous run, linking to its page."""
 
     baseline_id: str
-    verdict: str
+    verdict: Cell
     change: str
-    regressions: int
-    improvements: int
+    counts: ChangeCounts
 
 
 @dataclass(frozen=True)
@@ -269,10 +271,9 @@ def _forest(report: Report) -> Plot:
 def comparison_line(comparison: Comparison) -> ComparisonLine:
     return ComparisonLine(
         baseline_id=comparison.baseline_id,
-        verdict=comparison.overall.verdict,
+        verdict=verdict_cell(comparison.overall.model_dump()),
         change=points(comparison.overall.delta),
-        regressions=len(comparison.regressions),
-        improvements=len(comparison.improvements),
+        counts=change_counts(comparison),
     )
 
 

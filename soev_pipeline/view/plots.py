@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from babel.dates import format_datetime
 
 from .i18n import current, decimal
-from .i18n import gettext as _
+from .translate import _
 
 INK = "#1f2933"
 LINE = "#1d5fa8"

@@ -26,8 +26,8 @@ from soev_pipeline.probes import (
 
 from .attempts import SHOWN_CHARS, Text
 from .i18n import N_
-from .i18n import gettext as _
 from .store import NotFound, RunStore
+from .translate import _
 
 ITEMS_LISTED = 100
 """The items each list of a criterion shows; the rest are counted."""

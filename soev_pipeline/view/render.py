@@ -65,9 +65,19 @@ def anchor(kind: str, name: str) -> str:
 
 
 class ServerLinks:
-    """Links between the server's pages, by path; every id is quoted."""
+    """Links between the server's pages, by path; every id is quoted.
+
+    Links made `within` a case of a run carry it to the corpus units they open (`?run=…&case=…`),
+    so that a unit's page leads back to the case.
+    """
 
     standalone = False
+
+    def __init__(self, origin: tuple[str, str] | None = None) -> None:
+        self.origin = origin
+
+    def within(self, run_id: str, case_id: str) -> ServerLinks:
+        return ServerLinks((run_id, case_id))
 
     def runs(self) -> str:
         return "/"
@@ -84,7 +94,12 @@ class ServerLinks:
         return f"/runs/{quote(run_id, safe='')}/compare?{urlencode(params)}"
 
     def unit(self, unit_id: str | None) -> str | None:
-        return None if unit_id is None else f"/corpus/{quote(unit_id, safe='')}"
+        if unit_id is None:
+            return None
+        origin = (
+            f"?{urlencode({'run': self.origin[0], 'case': self.origin[1]})}" if self.origin else ""
+        )
+        return f"/corpus/{quote(unit_id, safe='')}{origin}"
 
     def labels(self, run_id: str) -> str | None:
         return f"/runs/{quote(run_id, safe='')}/labels"
@@ -107,6 +122,9 @@ class FileLinks:
     units: set[str] = field(default_factory=set)
     comparison: bool = False
     standalone = True
+
+    def within(self, run_id: str, case_id: str) -> FileLinks:
+        return self
 
     def runs(self) -> str | None:
         return None

@@ -26,12 +26,12 @@ from soev_pipeline.probes import SavedProbing, read_probing
 from soev_pipeline.project import LoadedProject, ProjectPaths, probes_file
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
-from soev_pipeline.run.compare import compare_runs, previous_run
+from soev_pipeline.run.compare import RunAttempts, compare_runs, previous_run, read_attempts
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
 
-from .i18n import gettext as _
 from .index import RunIndex
+from .translate import _
 
 T = TypeVar("T")
 INDEXES_KEPT = 4
@@ -133,7 +133,7 @@ class RunStore:
         self.corpus = corpus if isinstance(corpus, CorpusLookup) else None
         self._reports = _Cache(256)
         self._indexes = _Cache(INDEXES_KEPT)
-        self._comparisons = _Cache(16)
+        self._comparisons = _Cache(32)
         self._memo = _Cache(32)
 
     @property
@@ -229,7 +229,20 @@ class RunStore:
         return self._comparisons.get(
             ("compare", run.path, baseline.path),
             _signature(*(path.parent / VERDICTS for path in paths if path is not None)),
-            lambda: compare_runs(run, baseline),
+            lambda: compare_runs(run, baseline, attempts=self.attempts),
+        )
+
+    def attempts(self, run: RunArchive) -> RunAttempts:
+        """The attempts of the run's latest scoring as a comparison pairs them.
+
+        Raises:
+            ProjectError: the run has no scoring.
+        """
+        path = run.latest_report_path()
+        if path is None:
+            raise ProjectError(f"run {run.run_id!r} has no scoring yet")
+        return self._comparisons.get(
+            ("attempts", run.path), _signature(path.parent / VERDICTS), lambda: read_attempts(run)
         )
 
     @property

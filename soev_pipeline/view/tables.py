@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .i18n import N_, decimal, term
-from .i18n import gettext as _
+from .translate import _
 
 Format = Literal["int", "count", "pct", "pct_ci", "score", "delta_ci", "p", "text", "verdict"]
 
@@ -105,6 +105,16 @@ VERDICT_CSS = {
 }
 
 
+def verdict_cell(figures: Mapping[str, Any]) -> Cell:
+    """A comparison's verdict as a badge. `unchanged` says only that the change is not
+    significant: where some pairs did change, it reads *not significant*, so a large drop
+    with a high p-value is never called unchanged."""
+    verdict = str(figures.get("verdict"))
+    moved = bool(figures.get("improved") or figures.get("regressed"))
+    shown = _("not significant") if verdict == "unchanged" and moved else term(verdict)
+    return Cell(shown, badge=VERDICT_CSS.get(verdict, "quiet"))
+
+
 def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
     """The cell of `column` for one row's figures."""
     value = figures.get(column.key)
@@ -133,7 +143,7 @@ def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
         case "score":
             return Cell(score(value), "num")
         case "verdict":
-            return Cell(term(value), badge=VERDICT_CSS.get(str(value), "quiet"))
+            return verdict_cell(figures)
         case _:
             return Cell(plain(value))
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
+from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates, paired_attempts
 from soev_pipeline.run.results import UnrunTally
 
 P = True
@@ -117,6 +117,26 @@ def test_runs_with_different_k_compare_the_first_attempts_alike() -> None:
     assert [(c.case_id, c.pass_rate, c.baseline_pass_rate) for c in comparison.improvements] == [
         ("d", 1.0, 0.0)
     ]
+
+
+def test_the_paired_attempts_are_the_first_that_ran_in_each_and_give_the_rates() -> None:
+    # kern-024: one attempt that passed against three of which one passed (33.3 %): the
+    # comparison pairs attempt 0 with attempt 0, 100 % against 0 %.
+    now, before = _case([F, P, F]), _case([P])
+    assert paired_attempts(now, before) == ((0,), (0,))
+    (change,) = compare_rates(_run("now", {"k": now}), _run("b", {"k": before})).regressions
+    assert (change.pass_rate, change.baseline_pass_rate) == (0.0, 1.0)
+    # attempt 0 did not run now: the pairs are attempts 1 and 2 against 0 and 1
+    gap = CaseAttempts("kern", "dev", "d", (P, F), 1, unrun_at=(0,))
+    assert paired_attempts(gap, _case([P, P, P])) == ((1, 2), (0, 1))
+    assert paired_attempts(_case([], unrun=1), _case([P])) == ((), ())
+
+
+def test_the_regressed_dev_cases_are_the_regressed_pairs_of_the_dev_split() -> None:
+    pairs = {**_flips(3, "kern"), **_flips(2, "kern", "test"), **_flips(1, "privacy", now=P)}
+    comparison = compare_rates(*_pair_runs(pairs))
+    assert comparison.overall.regressed == 5
+    assert len(comparison.regressions) == comparison.splits["dev"].regressed == 3
 
 
 def test_overall_is_tested_first_at_full_alpha() -> None:

@@ -8,6 +8,7 @@ from soev_pipeline.core import Verdict
 from soev_pipeline.run.scoring import (
     AttemptScore,
     aggregate,
+    can_fail,
     case_figures,
     pass_at_k_estimate,
     score_attempt,
@@ -107,3 +108,13 @@ def test_aggregate_means_of_case_figures() -> None:
 def test_aggregate_of_nothing() -> None:
     figures = aggregate([], k=1)
     assert figures.cases == 0 and figures.pass_rate is None and figures.pass_at == {}
+
+
+@pytest.mark.parametrize("status", ["pass", "fail", "error", "not_applicable"])
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+@pytest.mark.parametrize("gate", [False, True])
+def test_can_fail_says_which_verdicts_fail_an_otherwise_passing_attempt(
+    status: str, weight: float, gate: bool
+) -> None:
+    passed = score_attempt([v("pass"), v(status, weight, gate)]).passed
+    assert can_fail(status, weight=weight, gate=gate) is not passed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 from pathlib import Path
@@ -52,6 +53,7 @@ def app(two_runs: TwoRuns) -> Starlette:
         "/runs/b1/cases/kern-001",
         "/runs/b1/compare",
         "/corpus/BWBR0005537%2Fartikel-6%3A7",
+        "/corpus/BWBR0005537%2Fartikel-6%3A7?run=b1&case=kern-t01",
     ],
 )
 def test_every_page_answers_with_a_strict_policy_and_no_test_case(app: Starlette, url: str) -> None:
@@ -64,6 +66,14 @@ def test_every_page_answers_with_a_strict_policy_and_no_test_case(app: Starlette
     assert SECRET not in response.text
     assert not any(case_id in response.text for case_id in TEST_IDS)
     assert "<script" not in response.text
+
+
+def test_a_unit_opened_from_a_case_leads_back_to_it(app: Starlette) -> None:
+    case = call(app, "GET", "/runs/b0/cases/kern-001").text
+    hrefs = set(re.findall(r'href="(/corpus/[^"]+)"', case))
+    assert hrefs and all(href.endswith("?run=b0&amp;case=kern-001") for href in hrefs)
+    unit = call(app, "GET", html.unescape(min(hrefs))).text
+    assert 'href="/runs/b0/cases/kern-001"' in unit
 
 
 def test_pages_load_only_what_the_server_serves(app: Starlette) -> None:

@@ -21,7 +21,7 @@ from soev_pipeline.view.case_pages import case_page, compare_page, unit_page, ve
 from soev_pipeline.view.pages import PAGE_SIZE, Filters, run_page, runs_page
 from soev_pipeline.view.render import ServerLinks, render
 from soev_pipeline.view.store import NotFound
-from soev_pipeline.view.tables import GROUP_COLUMNS, build_table
+from soev_pipeline.view.tables import GROUP_COLUMNS, Cell, build_table, verdict_cell
 from tests.support.builders import make_case
 from tests.support.project import CITED, SECRET, TEST_IDS
 from tests.view.conftest import HOSTILE, TwoRuns
@@ -45,7 +45,8 @@ def test_the_runs_page_lists_runs_newest_first_with_plots(store: RunStore) -> No
     newest = page.runs[0]
     assert (newest.k, newest.cases, newest.attempts) == (2, 6, 12)
     assert newest.pass_rate.startswith("50.0 % [")
-    assert (newest.baseline, newest.change_verdict) == ("b0", "unchanged")
+    assert newest.baseline == "b0" and newest.change_verdict is not None
+    assert newest.change_verdict.text == "not significant"  # one case dropped, p = 1
     assert [plot.title for plot in page.plots] == [
         "Overall pass rate",
         "Suite kern",
@@ -67,7 +68,8 @@ def test_the_run_page_has_the_tables_with_intervals_and_a_page_of_cases(store: R
     assert page.forest is not None and page.forest.uri.startswith("data:image/svg+xml")
     criteria = {name.text: cells for name, cells in page.criteria.rows}
     assert "rubric.judge" in criteria
-    assert page.previous is not None and page.previous.regressions == 1
+    assert page.previous is not None
+    assert (page.previous.counts.regressed, page.previous.counts.dev_regressed) == (1, 1)
     assert [case.case_id for case in page.cases] == ["kern-001", "kern-003", "priv-001", "kern-002"]
     assert (page.matched, page.dev_cases, page.pages) == (4, 4, 1)
     html = _html("run.html", page=page)
@@ -129,7 +131,7 @@ def test_the_case_page_shows_questions_replies_citations_and_verdicts(store: Run
     assert rows["citations.required"].cells[0] is not None
     assert not rows["citations.required"].cells[0].judged
     html = _html("case.html", case=page, csrf="c", reviewer="", notice=None)
-    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7"' in html
+    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7?run=b0&amp;case=kern-001"' in html
     assert html.count('<form class="label"') == 2  # nuggets.coverage and rubric.judge
 
 
@@ -137,6 +139,13 @@ def test_a_failed_attempt_shows_its_failure(store: RunStore) -> None:
     page = case_page(store, "b1", "kern-003")
     assert [a.failure for a in page.attempts] == ["service_unavailable"] * 2
     assert [row.name for row in page.failed] == ["run.no_failure"]
+    (cause,) = page.what_failed.causes
+    assert (cause.cause, cause.attempts) == ("service_unavailable: storing", (0, 1))
+    html = _html("case.html", case=page, csrf="c", reviewer="", notice=None)
+    summary = html.split('<div class="summary-failed">')[1].split("</div>")[0]
+    assert summary.count("service_unavailable: storing") == 1
+    assert "Attempts 0, 1" in summary and "took down 1 criterion" in summary
+    assert 'class="badge fail"' not in summary  # the cause, not a chip per criterion
 
 
 def test_a_hostile_reply_is_text_on_every_page(store: RunStore) -> None:
@@ -167,8 +176,21 @@ def test_the_comparison_shows_the_table_then_the_regressed_cases(store: RunStore
     page = compare_page(store, "b1", "previous")
     assert (page.run_id, page.baseline_id) == ("b1", "b0")
     assert [name.text for name, _ in page.groups.rows][:1] == ["overall"]
-    assert ("changed cases", "0") in page.facts
+    assert ("cases changed since the baseline (not paired)", "0") in page.facts
+    columns = [column.key for column in page.groups.headers]
+    rows = {name.text: dict(zip(columns, cells, strict=True)) for name, cells in page.groups.rows}
+    assert rows["overall"]["verdict"].text == "not significant"
+    assert page.counts.dev_regressed == int(rows["split dev"]["regressed"].text) == 1
+    assert page.counts.regressed == int(rows["overall"]["regressed"].text)
     (regressed,) = page.regressions
+    assert regressed.pairing is not None
+    assert (regressed.pairing.baseline, regressed.pairing.run) == ((0,), (0,))
+    assert (regressed.pairing.run_passed, regressed.pairing.run_attempts) == (0, 2)
+    html = _html("compare.html", cmp=page)
+    assert "Dev cases that got worse (1)" in html
+    assert "Paired: attempt(s) 0 of b0 with attempt(s) 0 of b1, the first 1 that ran" in html
+    assert "b0 passed 1 of 1 (100.0 %) and b1 0 of 2 (0.0 %)" in html
+    assert 'href="/corpus/BWBR0005537%2Fartikel-6%3A7?run=b0&amp;case=kern-001"' in html
     assert (regressed.case_id, regressed.baseline_pass_rate, regressed.pass_rate) == (
         "kern-001",
         "100.0 %",
@@ -196,10 +218,38 @@ def test_verdict_changes_name_criteria_one_run_lacks(store: RunStore) -> None:
 
 
 def test_a_unit_page_shows_the_text_of_the_corpus(store: RunStore) -> None:
-    unit = unit_page(store, "BWBR0005537/artikel-6:7")
-    assert unit.text.startswith("De termijn voor het indienen")
+    page = unit_page(store, "BWBR0005537/artikel-6:7")
+    assert page.unit.text.startswith("De termijn voor het indienen")
+    assert page.origin is None
     with pytest.raises(NotFound):
         unit_page(store, "BWBR0005537/artikel-99")
+
+
+def test_a_unit_page_leads_back_to_the_case_that_cited_it(store: RunStore) -> None:
+    unit = "BWBR0005537/artikel-6:7"
+    page = unit_page(store, unit, "b1", "kern-001")
+    assert page.origin == ("b1", "kern-001")
+    html = _html("unit.html", page=page)
+    assert 'href="/runs/b1/cases/kern-001"' in html and 'href="/runs/b1#cases"' in html
+
+
+@pytest.mark.parametrize(
+    ("run_id", "case_id"),
+    [
+        ("b1", "kern-t01"),  # a test case is never named
+        ("b1", "nope"),
+        ("../b1", "kern-001"),
+        ("nope", "kern-001"),
+        ("b1", ""),
+        (None, "kern-001"),
+    ],
+)
+def test_a_unit_page_leads_only_to_a_dev_case_the_run_has(
+    store: RunStore, run_id: str | None, case_id: str
+) -> None:
+    page = unit_page(store, "BWBR0005537/artikel-6:7", run_id, case_id)
+    assert page.origin is None
+    assert "/cases/" not in _html("unit.html", page=page)
 
 
 def test_a_figure_the_report_adds_later_shows_as_a_column_of_its_own() -> None:
@@ -247,3 +297,19 @@ def test_a_kind_of_the_project_offers_its_own_labels() -> None:
     assert row.cells[0] is not None and row.cells[0].choices == ("vriendelijk", "bot")
     (unknown,) = verdict_rows([graded], case, {0: True})  # the built-in kinds alone
     assert unknown.cells[0] is not None and unknown.cells[0].choices == ()
+
+
+@pytest.mark.parametrize(
+    ("figures", "shown", "css"),
+    [
+        ({"verdict": "unchanged", "improved": 0, "regressed": 0}, "unchanged", "quiet"),
+        ({"verdict": "unchanged", "improved": 0, "regressed": 4}, "not significant", "quiet"),
+        ({"verdict": "unchanged", "improved": 2, "regressed": 2}, "not significant", "quiet"),
+        ({"verdict": "regressed", "improved": 0, "regressed": 9}, "regressed", "bad"),
+        ({"verdict": "inconclusive", "improved": 0, "regressed": 1}, "inconclusive", "warn"),
+    ],
+)
+def test_a_change_that_is_not_significant_is_never_called_unchanged(
+    figures: dict[str, object], shown: str, css: str
+) -> None:
+    assert verdict_cell(figures) == Cell(shown, badge=css)
