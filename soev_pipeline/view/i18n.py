@@ -8,7 +8,8 @@ compiled file can fall behind its source.
 
 The language of a page is the language of the request (or of the HTML report) being made:
 `speaking(language)` sets it for the code that runs inside, and every string the pages
-make, in templates (`_`) or in Python (`gettext`), is looked up in that language's catalog.
+make, in templates (`_`) or in Python (`translate._`), is looked up in that language's
+catalog.
 A string that must be known before then (a column's title, a status's name) is marked with
 `N_` where it is written, and translated where it is shown.
 """
