@@ -16,7 +16,7 @@ from soev_pipeline.cli.viewing import LANGUAGES as CLI_LANGUAGES
 from soev_pipeline.probes import CriterionProbes, ProbeFigures
 from soev_pipeline.project import load
 from soev_pipeline.run.results import GroupFigures, PairedGroup
-from soev_pipeline.view import create_app, i18n, render_html_report
+from soev_pipeline.view import create_app, i18n, render_html_report, write_html_report
 from soev_pipeline.view.probe_pages import SUMMARIES, SUMMARIES_SHOWN, summary, verdict_line
 from soev_pipeline.view.store import RunStore
 from soev_pipeline.view.tables import (
@@ -266,3 +266,16 @@ def test_a_refused_label_is_refused_in_the_language_of_the_pages(dutch: Starlett
     assert response.status_code == 404
     assert "het project heeft zo&#39;n ontwikkelcasus niet" in response.text
     assert '<html lang="nl">' in response.text
+
+
+def test_the_html_report_of_a_dutch_project_is_dutch_unless_asked_otherwise(
+    own_runs: TwoRuns, tmp_path: Path
+) -> None:
+    project = own_runs.directory / "project.yaml"
+    project.write_text(project.read_text(encoding="utf-8") + "language: nl\n", encoding="utf-8")
+    loaded = load(project)
+    dutch = write_html_report(loaded, own_runs.b1, tmp_path / "nl.html")
+    assert '<html lang="nl">' in dutch.read_text(encoding="utf-8")
+    english = write_html_report(loaded, own_runs.b1, tmp_path / "en.html", language="en")
+    assert '<html lang="en">' in english.read_text(encoding="utf-8")
+    assert i18n.current() == "en"
