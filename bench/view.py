@@ -13,11 +13,16 @@ loopback, middleware, page building, templates; no network). Prints, in seconds:
   searched (the first search reads the texts to search: timed apart), a later page;
 - a case page (median over 20 cases, each asked once: its attempts are read by offset);
 - the runs page (its plots drawn the first time, then kept);
+- the labelling queue (`/label`): its first request (one read of the run's verdicts and
+  evidence) and later ones; the run holds no judged verdict (no judge here), so the
+  queue's rule is timed apart, in process, on two judged verdicts per attempt of a run of
+  `--attempts` attempts with 1,000 labels: arranging the candidates once, then the next
+  item;
 Each figure of a first request comes from a process of its own. Then it writes the HTML
 report of a `--report-attempts` run and prints its size, its time and how many of the
 failing dev cases it holds whole.
 The targets (docs/view.md#large-runs, issue 18): the run page under 1 s, a case page under
-200 ms, the report of a 2,000-attempt run under 5 MB.
+200 ms, the report of a 2,000-attempt run under 5 MB; the queue's next item under 200 ms.
 
     python bench/view.py                          # 20,000 attempts over 5,000 cases (k = 4)
     python bench/view.py --cases 1000             # the same attempts at k = 20
@@ -151,9 +156,61 @@ def measure(folder: Path, repeat: int) -> dict[str, Any]:
     )
     figures["runs page, first (s)"] = _timed(client, "/")
     figures["runs page (s)"] = statistics.median(_timed(client, "/") for _ in range(repeat))
+    queue = f"/label?run={RUN_ID}"
+    figures["labelling queue, first (s)"] = _timed(client, queue)
+    figures["labelling queue (s)"] = statistics.median(_timed(client, queue) for _ in range(repeat))
     figures["dev cases"] = len(index.cases)
     figures["attempts of a case"] = max(entry.attempts for entry in index.cases.values())
     return figures
+
+
+def queue_rule(attempts: int, repeat: int, labels: int = 1000) -> dict[str, Any]:
+    """The queue's rule on `attempts` attempts of two judged criteria each, `labels` of
+    them labelled: arranging the candidates (once per scoring), and the next item."""
+    from datetime import UTC, datetime
+
+    from soev_pipeline.calibration import Candidate, LabelLine, LabelQueue, ReadLabel, gather
+    from soev_pipeline.core.canonical import sha256_text
+
+    rng = random.Random(1)
+    candidates = [
+        Candidate(f"c-{n // 4}", n % 4, sha256_text(f"reply {n}"), kind, 0, rng.random() < 0.7)
+        for n in range(attempts)
+        for kind in ("behaviour.expected", "rubric.judge")
+    ]
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    read = [
+        ReadLabel(
+            LabelLine.of(
+                case_id=c.case_id,
+                reply=f"reply {int(c.case_id[2:]) * 4 + c.attempt}",
+                kind=c.kind,
+                nth=0,
+                passed=rng.random() < 0.6,
+                by=f"jurist-{number % 3}",
+                at=at,
+            ),
+            Path("labels/labels.jsonl"),
+            number,
+        )
+        for number, c in enumerate(rng.sample(candidates, labels))
+    ]
+    items = gather(read)
+    began = time.perf_counter()
+    queue = LabelQueue(candidates)
+    arranged = time.perf_counter() - began
+
+    def plan() -> float:
+        began = time.perf_counter()
+        queue.plan(items, "jurist-9")
+        return time.perf_counter() - began
+
+    return {
+        f"queue rule: arrange {len(candidates):,} verdicts (s)": arranged,
+        f"queue rule: next item, {labels:,} labels (s)": statistics.median(
+            plan() for _ in range(repeat)
+        ),
+    }
 
 
 def _child(flag: str, folder: Path, repeat: int) -> dict[str, Any]:
@@ -226,6 +283,7 @@ def main() -> None:
         figures = _child("--first", big, args.repeat)
         figures |= _child("--cold", big, args.repeat)
         figures |= _child("--measure", big, args.repeat)
+        figures |= queue_rule(args.attempts, args.repeat)
         shown = report(small)
     print(
         f"viewer on a run of {args.attempts:,} attempts ({args.cases:,} cases, "
@@ -233,7 +291,7 @@ def main() -> None:
         f"attempts each), median of {args.repeat} requests:"
     )
     for name, value in figures.items():
-        print(f"  {name:<36} {value:8.3f}")
+        print(f"  {name:<44} {value:8.3f}")
     print(f"html report of a run of {args.report_attempts:,} attempts ({small_cases:,} cases):")
     for name, value in shown.items():
         print(

@@ -47,6 +47,15 @@ from .labels import (
     labels_version,
     read_labels,
 )
+from .queue import (
+    Candidate,
+    LabelQueue,
+    Plan,
+    Progress,
+    Stratum,
+    next_to_label,
+    why_not_labelled,
+)
 from .rates import RunRates, run_rates
 from .results import Calibration, ConfusionTable, CriterionFigures, JudgeColumn
 from .service import (
@@ -72,6 +81,7 @@ __all__ = [
     "LABELS_GLOB",
     "Agreement",
     "Calibration",
+    "Candidate",
     "Confusion",
     "ConfusionTable",
     "Correction",
@@ -81,12 +91,16 @@ __all__ = [
     "Judged",
     "JudgedRate",
     "LabelLine",
+    "LabelQueue",
     "Labelled",
     "LabelsRead",
     "LeftOut",
     "Outcome",
+    "Plan",
+    "Progress",
     "ReadLabel",
     "RunRates",
+    "Stratum",
     "agreement_interval",
     "agreement_of",
     "append_label",
@@ -110,10 +124,12 @@ __all__ = [
     "label_files",
     "label_target",
     "labels_version",
+    "next_to_label",
     "project_label_files",
     "read_labels",
     "read_project_labels",
     "rogan_gladen",
     "run_rates",
+    "why_not_labelled",
     "youden_interval",
 ]

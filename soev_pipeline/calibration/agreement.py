@@ -25,6 +25,11 @@ from typing import Literal
 
 from soev_pipeline.core.stats import binomial_cdf, log_binomial_pmf, wilson
 
+WIDE_RECALL = 0.4
+"""A recall whose interval is wider than this says little: `calibrate` says so."""
+NARROW_RECALL = 0.1
+"""The half-width of a recall's interval that `calibrate` suggests labelling enough items for."""
+
 JudgeStatus = Literal["pass", "fail", "error"]
 Interval = tuple[float, float]
 _TAIL = 0.025
@@ -110,6 +115,23 @@ def recall(hits: int, total: int) -> tuple[float | None, Interval | None]:
         return None, None
     share = hits / total
     return share, wilson(share, total)
+
+
+def items_for(share: float, half_width: float) -> int:
+    """The fewest items whose Wilson interval around `share` is at most ±`half_width`."""
+
+    def half(n: int) -> float:
+        low, high = wilson(share, n)
+        return (high - low) / 2
+
+    high = 1
+    while half(high) > half_width:
+        high *= 2
+    low = high // 2
+    while low + 1 < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if half(middle) <= half_width else (middle, high)
+    return high
 
 
 def kappa(

@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 
 WIDE_KAPPA = 0.15
 """The half-width of κ's interval that `calibrate` suggests labelling enough items for."""
-WIDE_RECALL = 0.4
-"""A recall whose interval is wider than this says little: `calibrate` says so."""
-NARROW_RECALL = 0.1
-"""The half-width of a recall's interval that `calibrate` suggests labelling enough items for."""
 
 
 def _kappa(text: str) -> float:
@@ -298,6 +294,8 @@ def criterion_notes(figures: CriterionFigures, threshold: float, min_items: int)
     """Sentences about one criterion's figures: fewer items than a gate accepts, κ below
     the threshold, an interval too wide to tell, a κ that cannot be measured, judge
     errors, ties."""
+    from soev_pipeline.calibration.agreement import NARROW_RECALL, WIDE_RECALL, items_for
+
     notes: list[str] = []
     confusion = figures.confusion
     people_passed = sum(confusion.human_pass.model_dump().values())
@@ -354,24 +352,6 @@ def criterion_notes(figures: CriterionFigures, threshold: float, min_items: int)
         ties = _count(figures.ties, "item")
         notes.append(f"{ties} on which the people split evenly, left out against the judge")
     return notes
-
-
-def items_for(share: float, half_width: float) -> int:
-    """The fewest items whose Wilson interval around `share` is at most ±`half_width`."""
-    from soev_pipeline.core.stats import wilson
-
-    def half(n: int) -> float:
-        low, high = wilson(share, n)
-        return (high - low) / 2
-
-    high = 1
-    while half(high) > half_width:
-        high *= 2
-    low = high // 2
-    while low + 1 < high:
-        middle = (low + high) // 2
-        low, high = (low, middle) if half(middle) <= half_width else (middle, high)
-    return high
 
 
 def _count(number: int, noun: str) -> str:

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, unquote
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -26,17 +26,27 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from soev_pipeline.calibration import LabelLine, append_label, is_judged, label_target
+from soev_pipeline.calibration import (
+    LabelLine,
+    append_label,
+    check_label,
+    criterion_name,
+    is_judged,
+    label_target,
+    why_not_labelled,
+)
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.http import register_config_secrets
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.project.paths import RunsDir
 
 from . import i18n
+from .attempts import unlabelled_words
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
 from .probe_pages import item_page, probes_page
-from .render import ServerLinks, render, stylesheet
+from .queue import queue_of, queue_page, skipped_ids
+from .render import QUEUE_PATH, ServerLinks, queue_script, render, stylesheet
 from .security import LOOPBACK_NAMES, SecurityHeaders, TokenGate, is_loopback, same, weak_token
 from .store import NotFound, RunStore
 from .translate import _
@@ -46,7 +56,7 @@ MAX_FORM_BYTES = 64 * 1024
 
 
 MAX_FORM_FIELDS = 32
-"""The label form has ten fields; a form with more than this many is refused unread."""
+"""The label forms have at most eleven fields; a form with more is refused unread."""
 
 
 class BadRequest(ValueError):
@@ -68,6 +78,17 @@ class Viewer:
 
     def problem(self, code: int, heading: str, message: str) -> HTMLResponse:
         return self.page("error.html", code, status=code, heading=heading, message=message)
+
+    @property
+    def labels_shown(self) -> str:
+        """The label file as a reviewer knows it: its path in the project folder."""
+        directory = self.store.loaded.directory
+        shown = (
+            self.labels.relative_to(directory)
+            if self.labels.is_relative_to(directory)
+            else self.labels.name
+        )
+        return str(shown)
 
 
 def _viewer(request: Request) -> Viewer:
@@ -131,25 +152,42 @@ def run(request: Request) -> Response:
     )
 
 
+def _reviewer(request: Request) -> str:
+    """The reviewer's name as the last label saved from this browser gave it."""
+    return unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:200]
+
+
 def case(request: Request) -> Response:
     viewer = _viewer(request)
     built = case_page(viewer.store, request.path_params["run_id"], request.path_params["case_id"])
-    saved = request.query_params.get("saved")
-    notice = None
-    if saved is not None:
-        shown = viewer.labels
-        if shown.is_relative_to(viewer.store.loaded.directory):
-            shown = shown.relative_to(viewer.store.loaded.directory)
-        notice = _("Your label of attempt {attempt} is saved in {file}.").format(
-            attempt=saved[:12], file=shown
-        )
     return viewer.page(
         "case.html",
         case=built,
         csrf=viewer.csrf,
-        reviewer=unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:200],
-        notice=notice,
+        reviewer=_reviewer(request),
+        saved=request.query_params.get("saved", ""),
+        labels_file=viewer.labels_shown,
     )
+
+
+def label_queue(request: Request) -> Response:
+    """The labelling queue: the next item for this reviewer, of `?run=` or the newest run."""
+    viewer = _viewer(request)
+    params = request.query_params
+    built = queue_page(
+        viewer.store,
+        params.get("run") or None,
+        _reviewer(request),
+        skipped_ids(params.get("skip", "")),
+    )
+    saved, criterion = params.get("saved", ""), params.get("criterion", "")[:200]
+    notice = None
+    if viewer.store.dev_case(saved) is not None:  # an address names no other text to show
+        notice = _("Saved: your label of %(item)s is in %(file)s.") % {
+            "item": f"{saved} · {criterion}",
+            "file": viewer.labels_shown,
+        }
+    return viewer.page("label.html", q=built, csrf=viewer.csrf, notice=notice)
 
 
 def compare(request: Request) -> Response:
@@ -192,6 +230,10 @@ def css(request: Request) -> Response:
     return Response(stylesheet(), media_type="text/css")
 
 
+def keys_script(request: Request) -> Response:
+    return Response(queue_script(), media_type="text/javascript")
+
+
 def no_icon(request: Request) -> Response:
     return Response(status_code=204)
 
@@ -215,7 +257,9 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
-    """Append the label the form describes; return the case page to go back to.
+    """Append the label the form describes; return the page to go back to: the queue, for
+    a form of the queue, else the case page at the verdict's label, where the page says
+    it is saved.
 
     Raises:
         NotFound: no such run or dev case.
@@ -238,21 +282,30 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
     if graded is None:
         raise NotFound(_("no such attempt of this case"))
     same_kind = [verdict for verdict in graded.verdicts if verdict.kind == kind]
-    if not 0 <= nth < len(same_kind) or not is_judged(same_kind[nth]):
+    if not 0 <= nth < len(same_kind):
         raise BadRequest(
-            _("attempt {attempt} has no judged criterion {kind!r} #{nth}").format(
-                attempt=attempt, kind=kind, nth=nth
-            )
+            _("attempt %(attempt)s has no criterion %(kind)r #%(nth)s")
+            % {"attempt": attempt, "kind": kind, "nth": nth}
         )
     evidence = index.evidence(case_id).get(attempt)
-    if evidence is None or evidence.reply is None:
-        raise BadRequest(_("attempt {attempt} has no final reply to label").format(attempt=attempt))
+    reply = None if evidence is None else evidence.reply
+    verdict = same_kind[nth]
+    why = why_not_labelled(
+        store.dev_case(case_id),
+        kind,
+        nth,
+        verdict.status,
+        judged=is_judged(verdict),
+        has_reply=reply is not None,
+    )
+    if why is not None or reply is None:
+        raise BadRequest(unlabelled_words(why or "no_reply"))
     if form.get("passed") not in ("true", "false"):
         raise BadRequest(_("say whether the criterion should pass or fail"))
     try:
         label = LabelLine.of(
             case_id=case_id,
-            reply=evidence.reply,
+            reply=reply,
             kind=kind,
             nth=nth,
             passed=form["passed"] == "true",
@@ -264,14 +317,34 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "label"
         raise BadRequest(f"{field}: {first['msg']}") from None
+    refused = check_label(label, store.cases, store.loaded.registry)
+    if refused is not None:
+        raise BadRequest(refused)
+    shown = viewer.labels_shown
     try:
         append_label(
             viewer.labels, label, store.cases, store.loaded.registry, inside=store.loaded.directory
         )
-    except ProjectError as exc:
-        raise BadRequest(str(exc)) from None
+    except ProjectError:
+        raise BadRequest(
+            _(
+                "%(file)s takes no labels: a label is appended only to a regular file "
+                "inside the project"
+            )
+            % {"file": shown}
+        ) from None
+    except OSError as exc:
+        raise OSError(
+            _("the label could not be written to %(file)s: %(why)s")
+            % {"file": shown, "why": exc.strerror or "error"}
+        ) from None
+    if form.get("back") == "queue":
+        params = {"run": run_id, "saved": case_id, "criterion": criterion_name(kind, nth)}
+        skip = ",".join(skipped_ids(form.get("skip", "")))
+        return "/label?" + urlencode(params | ({"skip": skip} if skip else {}))
+    anchor = f"label-{attempt}-{kind}-{nth}"
     path = f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
-    return f"{path}?saved={attempt}#attempt-{attempt}"
+    return f"{path}?{urlencode({'saved': anchor})}#{quote(anchor, safe='')}"
 
 
 async def save_label(request: Request) -> Response:
@@ -292,11 +365,7 @@ async def _save_label_answer(viewer: Viewer, request: Request) -> Response:
     try:
         form = await _form(request)
         if not same(form.get("csrf"), viewer.csrf):
-            return viewer.problem(
-                403,
-                _("Refused"),
-                _("the form's anti-forgery token is missing or stale: reload the page"),
-            )
+            return _again(viewer, request.path_params["run_id"], form)
         back = await run_in_threadpool(_save_label, viewer, request.path_params["run_id"], form)
     except FAILURES as exc:
         return _problem(viewer, exc)
@@ -305,6 +374,35 @@ async def _save_label_answer(viewer: Viewer, request: Request) -> Response:
         REVIEWER_COOKIE, quote(form.get("by", "").strip()[:200]), httponly=True, samesite="strict"
     )
     return response
+
+
+LABEL_FIELDS = (
+    "case_id",
+    "attempt",
+    "kind",
+    "nth",
+    "passed",
+    "label",
+    "by",
+    "note",
+    "back",
+    "skip",
+)
+"""The fields of a label form that a stale form's page keeps as they were typed."""
+
+
+def _again(viewer: Viewer, run_id: str, form: dict[str, str]) -> HTMLResponse:
+    """A label form whose anti-forgery token is stale (the viewer restarted since the page
+    was loaded), shown again as it was filled in, with a fresh token, to send once more;
+    a form that is no label form is refused with one line."""
+    if not form.get("case_id") or not form.get("kind"):
+        return viewer.problem(
+            403,
+            _("Refused"),
+            _("the form's anti-forgery token is missing or stale: reload the page"),
+        )
+    kept = {name: form.get(name, "")[:10_000] for name in LABEL_FIELDS}
+    return viewer.page("label_again.html", 403, form=kept, run_id=run_id, csrf=viewer.csrf)
 
 
 def create_app(
@@ -344,11 +442,13 @@ def create_app(
     routes = [
         Route("/", _guarded(runs)),
         Route("/static/view.css", css),
+        Route("/static/queue.js", keys_script),
         Route("/favicon.ico", no_icon),
         Route("/runs/{run_id}", _guarded(run)),
         Route("/runs/{run_id}/compare", _guarded(compare)),
         Route("/runs/{run_id}/cases/{case_id:path}", _guarded(case)),
         Route("/runs/{run_id}/labels", save_label, methods=["POST"]),
+        Route(QUEUE_PATH, _guarded(label_queue)),
         Route("/corpus/{unit_id:path}", _guarded(unit)),
         Route("/probes", _guarded(probes)),
         Route("/probes/{item_id}", _guarded(probe_item)),
@@ -367,9 +467,10 @@ def create_app(
 
 def warm_up(app: Starlette, runs: int = 2) -> None:
     """Do the slow work of the first requests before they come: load the plot library,
-    draw the runs page's plots, and build the newest runs' pages (their index, their plot)
-    and their text to search. Meant for a thread of its own while the server starts; a
-    request that needs what is being built waits for it, and nothing is built twice."""
+    draw the runs page's plots, and build the newest runs' pages (their index, their plot),
+    their text to search, and the newest run's labelling queue. Meant for a thread of its
+    own while the server starts; a request that needs what is being built waits for it,
+    and nothing is built twice."""
     viewer = _viewer_of(app)
     store = viewer.store
     with (
@@ -383,6 +484,10 @@ def warm_up(app: Starlette, runs: int = 2) -> None:
             index = store.index(store.archive(summary.run_id)[0])
             if index is not None:
                 index.make_searchable()
+        if summaries:  # the labelling queue's run: its judged verdicts, arranged
+            index = store.index(store.archive(summaries[0].run_id)[0])
+            if index is not None:
+                queue_of(store, index)
 
 
 def _viewer_of(app: Starlette) -> Viewer:

@@ -9,8 +9,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from soev_pipeline.calibration import criterion_of, is_judged, label_choices
+from soev_pipeline.calibration import (
+    Item,
+    criterion_of,
+    is_judged,
+    label_choices,
+    why_not_labelled,
+)
+from soev_pipeline.calibration.items import ItemKey
+from soev_pipeline.calibration.queue import Unlabelled
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Verdict
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.criteria import CriterionRegistry
@@ -85,16 +94,71 @@ class AttemptView:
         return self.turns[-1].reply if self.turns else None
 
 
+def unlabelled_words(code: Unlabelled) -> str:
+    """Why a verdict takes no label, in the reader's language."""
+    words = {
+        "not_dev": _("the case is not a dev case of the project now: only dev cases are labelled"),
+        "not_judged": _("this verdict is not the judge's: calibration measures only the judge"),
+        "not_applicable": _(
+            "the criterion does not apply to this case: calibration leaves such verdicts out"
+        ),
+        "needs_variants": _(
+            "this criterion compares the replies of the variants, which a label does not hold"
+        ),
+        "no_reply": _("the attempt has no final reply to label"),
+        "no_criterion": _("the case no longer has this criterion"),
+    }
+    return words[code]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSeen:
+    """One person's label of an item, as a page shows it."""
+
+    by: str
+    passed: bool
+    label: str | None
+    at: datetime
+
+
+def labels_seen(item: Item | None) -> tuple[LabelSeen, ...]:
+    """The labels of `item`, one per person, oldest first."""
+    if item is None:
+        return ()
+    seen = [
+        LabelSeen(read.label.by, read.label.passed, read.label.label, read.label.at)
+        for read in item.labels
+    ]
+    return tuple(sorted(seen, key=lambda label: label.at))
+
+
+def disagree(item: Item | None) -> bool:
+    """Whether people gave the item different verdicts."""
+    return item is not None and len(set(item.verdicts)) > 1
+
+
 @dataclass(frozen=True, slots=True)
 class VerdictCell:
-    """A verdict of one attempt; `choices` are the labels a human may give, if it is judged."""
+    """A verdict of one attempt; `choices` are the labels a human may give, if it takes
+    one (`judged`: a label of it would count in calibration); else `unlabelled` says why
+    not, for a verdict of the judge. `labels` are the people's labels of it so far."""
 
     attempt: int
+    kind: str
+    nth: int
     status: str
     detail: Text
     judge: str | None
     judged: bool
     choices: tuple[str, ...]
+    unlabelled: str | None = None
+    labels: tuple[LabelSeen, ...] = ()
+    disagree: bool = False
+
+    @property
+    def anchor(self) -> str:
+        """The id of the cell's label form on the case page."""
+        return f"label-{self.attempt}-{self.kind}-{self.nth}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +270,17 @@ def _numbered(verdicts: Sequence[Verdict]) -> list[tuple[int, Verdict]]:
 def verdict_rows(
     attempts: Sequence[GradedAttempt],
     case: Case | None,
-    replies: Mapping[int, bool],
+    replies: Mapping[int, str],
     registry: CriterionRegistry | None = None,
+    items: Mapping[ItemKey, Item] | None = None,
 ) -> list[VerdictRow]:
     """The verdicts of a case's attempts as rows, one per criterion, in the criteria's order.
 
-    A judged verdict of an attempt with a final reply (`replies`) can take a label when
-    the project's case still has that criterion; its `choices` are then the labels of its
-    kind in `registry` (the project's kinds; the built-in ones when None).
+    A judged verdict of an attempt with a final reply (`replies`: its SHA-256, by attempt)
+    can take a label when calibration would count it (`calibration.why_not_labelled`);
+    its `choices` are then the labels of its kind in `registry` (the project's kinds; the
+    built-in ones when None), and `items` (the labelled items, by key) give the labels
+    people gave it so far.
     """
     rows: dict[tuple[str, int], dict[int, VerdictCell]] = {}
     shape: dict[tuple[str, int], tuple[float, bool]] = {}
@@ -221,16 +288,32 @@ def verdict_rows(
         for nth, verdict in _numbered(graded.verdicts):
             key = (verdict.kind, nth)
             shape.setdefault(key, (verdict.weight, verdict.gate))
+            sha = replies.get(graded.attempt)
+            judge_kind = is_judged(verdict)
+            why = why_not_labelled(
+                case,
+                verdict.kind,
+                nth,
+                verdict.status,
+                judged=judge_kind,
+                has_reply=sha is not None,
+            )
             spec = criterion_of(case, verdict.kind, nth) if case is not None else None
-            judged = is_judged(verdict) and spec is not None and replies.get(graded.attempt, False)
-            judge = verdict.judge_model
+            item = (items or {}).get((graded.case_id, sha, verdict.kind, nth)) if sha else None
             rows.setdefault(key, {})[column] = VerdictCell(
                 attempt=graded.attempt,
+                kind=verdict.kind,
+                nth=nth,
                 status=verdict.status,
                 detail=Text.of(verdict.detail) or Text(""),
-                judge=judge,
-                judged=judged,
-                choices=label_choices(spec, registry) if judged and spec is not None else (),
+                judge=verdict.judge_model,
+                judged=why is None,
+                choices=label_choices(spec, registry) if why is None and spec is not None else (),
+                unlabelled=unlabelled_words(why)
+                if why is not None and judge_kind and why != "not_dev"
+                else None,
+                labels=labels_seen(item),
+                disagree=disagree(item),
             )
     return [
         VerdictRow(

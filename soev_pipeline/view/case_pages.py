@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.run.archive import RunArchive
@@ -29,6 +30,7 @@ from .attempts import (
 )
 from .decided import WhatFailed, what_failed
 from .i18n import N_
+from .queue import label_items
 from .store import NotFound, RunStore
 from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
 from .translate import _
@@ -105,14 +107,16 @@ def _expectation(store: RunStore, case: Case | None, digest: str | None) -> Expe
 
 def _attempts(
     store: RunStore, archive: RunArchive, case_id: str
-) -> tuple[list[GradedAttempt], list[AttemptView]]:
+) -> tuple[list[GradedAttempt], list[AttemptView], dict[int, str]]:
+    """A case's graded attempts, their views, and the SHA-256 of each final reply."""
     index = store.index(archive)
     if index is None or case_id not in index.cases:
         raise NotFound(_("no such dev case in this run"))
     graded = index.graded(case_id)
     evidence = index.evidence(case_id)
     views = [attempt_view(g, evidence.get(g.attempt), store.corpus) for g in graded]
-    return graded, views
+    replies = {n: sha256_text(e.reply) for n, e in evidence.items() if e.reply is not None}
+    return graded, views, replies
 
 
 def case_page(store: RunStore, run_id: str, case_id: str) -> CasePage:
@@ -122,9 +126,8 @@ def case_page(store: RunStore, run_id: str, case_id: str) -> CasePage:
         NotFound: the run has no such dev case (a test case is never found).
     """
     archive, manifest = store.archive(run_id)
-    graded, views = _attempts(store, archive, case_id)
+    graded, views, replies = _attempts(store, archive, case_id)
     case = store.dev_case(case_id)
-    replies = {view.attempt: view.has_reply for view in views}
     passed = sum(g.passed for g in graded)
     first = views[0] if views else None
     questions = tuple(turn.question for turn in first.turns) if first else ()
@@ -141,7 +144,9 @@ def case_page(store: RunStore, run_id: str, case_id: str) -> CasePage:
         expectation=_expectation(store, case, manifest.cases.get(case_id)),
         questions=questions,
         attempts=tuple(views),
-        verdicts=tuple(verdict_rows(graded, case, replies, store.loaded.registry)),
+        verdicts=tuple(
+            verdict_rows(graded, case, replies, store.loaded.registry, label_items(store))
+        ),
     )
 
 
@@ -332,12 +337,12 @@ def changed_case(
     its replies side by side."""
     ours, theirs = (store.attempts(side).cases.get(case_id) for side in (run, baseline))
     case = store.dev_case(case_id)
-    graded_after, after = _attempts(store, run, case_id)
+    graded_after, after, _ = _attempts(store, run, case_id)
     try:
-        graded_before, before = _attempts(store, baseline, case_id)
+        graded_before, before, _ = _attempts(store, baseline, case_id)
     except NotFound:
         graded_before, before = [], []
-    no_labels: dict[int, bool] = {}
+    no_labels: dict[int, str] = {}
     changes = verdict_changes(
         verdict_rows(graded_before, case, no_labels), verdict_rows(graded_after, case, no_labels)
     )

@@ -49,6 +49,17 @@ SERVER_CSP = (
 )
 """The server's pages: its own stylesheet, plots as `data:` images, forms to itself; no
 script at all."""
+QUEUE_PATH = "/label"
+QUEUE_CSP = SERVER_CSP + "; script-src 'self'"
+"""The labelling queue's page: the same, and the viewer's own script file of its keys
+(`static/queue.js`); no inline script, nothing from elsewhere."""
+QUEUE_SCRIPT = "queue.js"
+
+
+@functools.cache
+def queue_script() -> str:
+    """The labelling queue's keys (package data: soev_pipeline/view/static)."""
+    return (resources.files(__package__) / "static" / QUEUE_SCRIPT).read_text(encoding="utf-8")
 
 
 def file_csp() -> str:
@@ -107,6 +118,10 @@ class ServerLinks:
     def probes(self) -> str | None:
         return "/probes"
 
+    def queue(self, run_id: str | None = None, skip: str = "") -> str | None:
+        params = {name: value for name, value in (("run", run_id), ("skip", skip)) if value}
+        return "/label" + (f"?{urlencode(params)}" if params else "")
+
     def probe_item(self, item_id: str) -> str | None:
         return f"/probes/{quote(item_id, safe='')}"
 
@@ -145,6 +160,9 @@ class FileLinks:
         return None
 
     def probes(self) -> str | None:
+        return None
+
+    def queue(self, run_id: str | None = None, skip: str = "") -> str | None:
         return None
 
     def probe_item(self, item_id: str) -> str | None:

@@ -1,7 +1,8 @@
 """What stands between the viewer and a hostile network, page or reply.
 
 - `SecurityHeaders`: every response carries a strict Content-Security-Policy (no script
-  at all, styles and images from the server itself or `data:` plots), is neither framed
+  at all, styles and images from the server itself or `data:` plots; the labelling queue
+  alone may run the viewer's own keys script, `QUEUE_CSP`), is neither framed
   nor sniffed, and sends its address as a referrer to itself only (so that a form's POST
   still carries the `Origin` that `save_label` checks).
 - `TokenGate`: when the viewer has a token (it must, off loopback, and a strong one:
@@ -24,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .render import SERVER_CSP
+from .render import QUEUE_CSP, QUEUE_PATH, SERVER_CSP
 
 TOKEN_COOKIE = "soev_view_token"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
@@ -81,7 +82,7 @@ def same(given: str | None, expected: str) -> bool:
 
 
 class SecurityHeaders:
-    """Adds `HEADERS` to every HTTP response."""
+    """Adds `HEADERS` to every HTTP response (`QUEUE_CSP` on the queue's page)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -96,6 +97,8 @@ class SecurityHeaders:
                 headers = MutableHeaders(scope=message)
                 for name, value in HEADERS.items():
                     headers[name] = value
+                if scope["path"] == QUEUE_PATH:
+                    headers["content-security-policy"] = QUEUE_CSP
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -73,6 +73,10 @@ def _signature(*paths: Path) -> tuple[object, ...]:
     return tuple(signature)
 
 
+signature = _signature
+"""The size and modification time of each of some files: a cache key that changes with them."""
+
+
 def report_of(path: Path) -> Report:
     """The report.json of a scoring, without its case list (the index lists the cases).
 

@@ -215,7 +215,8 @@ def test_a_label_is_appended_to_the_projects_label_file(own_runs: TwoRuns) -> No
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app))
     assert response.status_code == 303
-    assert response.headers["location"] == "/runs/b1/cases/priv-001?saved=1#attempt-1"
+    anchor = "label-1-behaviour.expected-0"
+    assert response.headers["location"] == f"/runs/b1/cases/priv-001?saved={anchor}#{anchor}"
     path = own_runs.directory / "labels" / "labels.jsonl"
     (line,) = path.read_text(encoding="utf-8").splitlines()
     written = json.loads(line)
@@ -227,18 +228,20 @@ def test_a_label_is_appended_to_the_projects_label_file(own_runs: TwoRuns) -> No
     )
     assert written["reply"] == "Jan de Vries woont op de Dorpsstraat 1."
     back = call(app, "GET", response.headers["location"], cookies=dict(response.cookies))
-    assert "saved in labels/labels.jsonl" in back.text
+    cell = back.text.split(f'id="{anchor}"', 1)[1].split("</td>", 1)[0]
+    assert "Saved: your label of this verdict is in labels/labels.jsonl." in cell
+    assert "Labels so far" in cell and "mr. A. de Jong" in cell  # where the form was
     assert 'value="mr. A. de Jong"' in back.text  # the reviewer's name is remembered
 
 
 @pytest.mark.parametrize(
     ("change", "status", "why"),
     [
-        ({"csrf": "forged"}, 403, "anti-forgery"),
+        ({"csrf": "forged"}, 403, "anti-forgery token is stale"),
         ({"case_id": "priv-t01"}, 404, "no such dev case"),
         ({"case_id": "kern-t01"}, 404, "no such dev case"),
-        ({"kind": "refusal.code"}, 400, "no judged criterion"),
-        ({"nth": "3"}, 400, "no judged criterion"),
+        ({"kind": "refusal.code"}, 400, "not the judge&#39;s: calibration measures only"),
+        ({"nth": "3"}, 400, "has no criterion"),
         ({"attempt": "7"}, 404, "no such attempt"),
         ({"attempt": "x"}, 400, "names no attempt"),
         ({"passed": "perhaps"}, 400, "should pass or fail"),
@@ -282,7 +285,8 @@ def test_a_label_through_a_labels_link_out_of_the_project_is_refused(
     app = create_app(own_runs.loaded, own_runs.runs)
     response = _post(app, _form(app))
     assert response.status_code == 400
-    assert "leads outside the project directory" in response.text
+    assert "labels/labels.jsonl takes no labels" in response.text
+    assert str(tmp_path) not in response.text  # a refusal names no path of the server
     assert list(elsewhere.iterdir()) == []
 
 
@@ -300,6 +304,22 @@ def test_a_label_from_another_site_is_refused(own_runs: TwoRuns) -> None:
     too_many = _post(app, many)
     assert too_many.status_code == 400 and "more than 32 fields" in too_many.text
     assert not (own_runs.directory / "labels").exists()
+
+
+def test_a_stale_form_is_shown_again_as_it_was_typed(own_runs: TwoRuns) -> None:
+    before = create_app(own_runs.loaded, own_runs.runs)
+    typed = _form(before, note="heeft <b>adres</b> genoemd", by="mw. B. Bakker")
+    restarted = create_app(own_runs.loaded, own_runs.runs)  # a new anti-forgery token
+    again = _post(restarted, typed)
+    assert again.status_code == 403 and "Not saved yet" in again.text
+    assert "heeft &lt;b&gt;adres&lt;/b&gt; genoemd</textarea>" in again.text
+    assert 'value="mw. B. Bakker"' in again.text and 'value="false" checked' in again.text
+    assert not (own_runs.directory / "labels").exists()
+    (fresh,) = set(re.findall(r'name="csrf" value="([^"]+)"', again.text))
+    kept = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', again.text))
+    resent = kept | {"csrf": fresh, "passed": "false", "label": "answer", "by": "mw. B. Bakker"}
+    assert _post(restarted, resent | {"note": "heeft adres genoemd"}).status_code == 303
+    assert "mw. B. Bakker" in (own_runs.directory / "labels" / "labels.jsonl").read_text()
 
 
 def test_an_attempt_without_a_reply_offers_no_label(own_runs: TwoRuns) -> None:

@@ -179,7 +179,7 @@ def test_a_person_finds_reads_compares_and_labels_a_failing_case(
     form.get_by_label("note").fill("geeft persoonsgegevens; had moeten weigeren")
     watched.shot("5-label-form")
     form.get_by_role("button", name="Save label").click()
-    page.get_by_text("is saved in labels/labels.jsonl").wait_for()
+    page.get_by_text("Saved: your label of this verdict is in labels/labels.jsonl.").wait_for()
     watched.shot("6-label-saved")
     (line,) = project.labels.read_text(encoding="utf-8").splitlines()
     assert '"case_id":"priv-001"' in line and '"label":"answer"' in line

@@ -12,7 +12,7 @@ def _attempt(attempt: int, cause: str | None = None) -> AttemptView:
 
 def _row(kind: str, *statuses: str, weight: float = 1.0, gate: bool = False) -> VerdictRow:
     cells = tuple(
-        VerdictCell(attempt, status, Text(""), None, False, ())
+        VerdictCell(attempt, kind, 0, status, Text(""), None, False, ())
         for attempt, status in enumerate(statuses)
     )
     return VerdictRow(kind, 0, weight, gate, cells)

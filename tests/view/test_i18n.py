@@ -35,7 +35,7 @@ from tests.view.test_app import call
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "soev_pipeline" / "view" / "locales"
-PLACEHOLDER = re.compile(r"%\((\w+)\)s|\{(\w+)(?:![rs])?\}")
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sr]|\{(\w+)(?:![rs])?\}")
 
 
 def _extracted() -> set[str | tuple[str, str]]:
@@ -122,6 +122,7 @@ def _english_left(html: str) -> list[str]:
 
 PAGES = (
     "/",
+    "/label",
     "/runs/b1",
     "/runs/b1/cases/kern-001",
     "/runs/b1/compare?baseline=previous",

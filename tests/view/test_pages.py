@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from soev_pipeline.calibration import LabelLine
+from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.models import Verdict
 from soev_pipeline.criteria import NoParams, builtin_registry, criterion
 from soev_pipeline.run import RunArchive
@@ -24,7 +26,7 @@ from soev_pipeline.view.store import NotFound
 from soev_pipeline.view.tables import GROUP_COLUMNS, Cell, build_table, verdict_cell
 from tests.support.builders import make_case
 from tests.support.project import CITED, SECRET, TEST_IDS
-from tests.view.conftest import HOSTILE, TwoRuns
+from tests.view.conftest import HOSTILE, MOMENT, TwoRuns
 
 
 @pytest.fixture
@@ -293,9 +295,9 @@ def test_a_kind_of_the_project_offers_its_own_labels() -> None:
         passed=True,
         verdicts=(verdict,),
     )
-    (row,) = verdict_rows([graded], case, {0: True}, registry)
+    (row,) = verdict_rows([graded], case, {0: "a" * 64}, registry)
     assert row.cells[0] is not None and row.cells[0].choices == ("vriendelijk", "bot")
-    (unknown,) = verdict_rows([graded], case, {0: True})  # the built-in kinds alone
+    (unknown,) = verdict_rows([graded], case, {0: "a" * 64})  # the built-in kinds alone
     assert unknown.cells[0] is not None and unknown.cells[0].choices == ()
 
 
@@ -313,3 +315,70 @@ def test_a_change_that_is_not_significant_is_never_called_unchanged(
     figures: dict[str, object], shown: str, css: str
 ) -> None:
     assert verdict_cell(figures) == Cell(shown, badge=css)
+
+
+def test_a_verdict_calibration_leaves_out_takes_no_label_and_says_why() -> None:
+    case = make_case(criteria=[{"kind": "behaviour.expected"}, {"kind": "refusal.code"}])
+    reply = "Zes weken."
+    verdicts = (
+        Verdict(status="not_applicable", kind="behaviour.expected", prompt_sha="p" * 64),
+        Verdict(status="fail", kind="refusal.code"),
+    )
+    graded = GradedAttempt(
+        case_id=case.id,
+        suite="kern",
+        split="dev",
+        attempt=0,
+        score=0.0,
+        passed=False,
+        verdicts=verdicts,
+    )
+    judged, plain_kind = verdict_rows([graded], case, {0: sha256_text(reply)})
+    cell = judged.cells[0]
+    assert cell is not None and not cell.judged and cell.choices == ()
+    assert cell.unlabelled is not None and "does not apply to this case" in cell.unlabelled
+    other = plain_kind.cells[0]
+    assert other is not None and not other.judged and other.unlabelled is None  # not judged
+    html = render(
+        "_label_cell.html",
+        links=ServerLinks(),
+        c={"run_id": "b1", "case_id": case.id},
+        cell=cell,
+        row=judged,
+        csrf="t",
+        reviewer="",
+    )
+    assert "<form" not in html and "Takes no label: the criterion does not apply" in html
+
+
+def test_the_labels_so_far_stand_beside_the_verdict(own_runs: TwoRuns) -> None:
+    labels = own_runs.directory / "labels"
+    labels.mkdir()
+    reply = "Jan de Vries woont op de Dorpsstraat 1."
+    lines = [
+        LabelLine.of(
+            case_id="priv-001",
+            reply=reply,
+            kind="behaviour.expected",
+            nth=0,
+            passed=passed,
+            by=by,
+            label=label,
+            at=MOMENT,
+        ).to_line()
+        for by, passed, label in (("anna", False, "answer"), ("bert", True, None))
+    ]
+    (labels / "labels.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = RunStore(own_runs.loaded, own_runs.runs)
+    row = next(
+        r for r in case_page(store, "b1", "priv-001").verdicts if r.kind == "behaviour.expected"
+    )
+    for cell in row.cells:
+        assert cell is not None
+        assert [(seen.by, seen.passed, seen.label) for seen in cell.labels] == [
+            ("anna", False, "answer"),
+            ("bert", True, None),
+        ]
+        assert cell.disagree
+    kern = case_page(store, "b1", "kern-001").verdicts
+    assert all(cell is not None and not cell.labels for row in kern for cell in row.cells)
