@@ -301,6 +301,7 @@ def test_axe_finds_no_serious_violation_on_any_page_kind(
         "probes": "/probes",
         "probe item": item,
         "glossary": "/glossary",
+        "labelling queue": "/label",
         "error": "/runs/no-such-run",
     }
     for kind, path in kinds.items():
