@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast ui lint format typecheck docs bench bench-peers clean
+.PHONY: help install demo test test-fast ui lint format typecheck docs messages bench bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -58,3 +58,9 @@ bench-peers: $(STAMP) ## the same workload through inspect_ai and promptfoo (ins
 
 clean: ## remove the virtualenv, caches and the demo's runs
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/demo/runs examples/demo/.soev examples/demo/report.html
+
+messages: $(STAMP) ## extract the pages' strings into messages.pot and update the Dutch catalog
+	$(BIN)/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --omit-header \
+		-o soev_pipeline/view/locales/messages.pot .
+	$(BIN)/pybabel update -i soev_pipeline/view/locales/messages.pot -d soev_pipeline/view/locales \
+		-l nl --no-fuzzy-matching --width 100

@@ -22,7 +22,7 @@ from .errors import EXIT_ERROR, EXIT_USAGE, describe_error, interrupted
 from .exporting import add_export_parser
 from .probing import add_probe_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
-from .viewing import add_view_parser, port
+from .viewing import add_lang, add_view_parser, port
 
 
 class _Parser(argparse.ArgumentParser):
@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE")
     report.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
+    add_lang(report)
     _add_project(report)
     _add_runs_dir(report)
 

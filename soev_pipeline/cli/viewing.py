@@ -22,6 +22,18 @@ if TYPE_CHECKING:
     from soev_pipeline.run.archive import RunArchive
 
 TOKEN_ENV = "SOEV_VIEW_TOKEN"
+LANGUAGES = ("en", "nl")
+"""The choices of `--lang`: the languages of `soev_pipeline.view.i18n` (a test keeps them
+equal), written out so that parsing the command line imports no more than it needs."""
+
+
+def add_lang(parser: argparse.ArgumentParser) -> None:
+    """`--lang`, the language of the pages, over the project's `language`."""
+    parser.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="the language of the pages (default: the project's language, else en)",
+    )
 
 
 def add_view_parser(
@@ -45,6 +57,7 @@ def add_view_parser(
         help=f"require this token on every request (default: ${TOKEN_ENV}); "
         "needed for a host other than loopback",
     )
+    add_lang(view)
     add_project(view)
     add_runs_dir(view)
 
@@ -107,7 +120,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
-    app = create_app(loaded, paths.runs, token=token, host=args.host)
+    app = create_app(loaded, paths.runs, token=token, host=args.host, language=args.lang)
 
     from soev_pipeline.view.server import make_server
 
@@ -130,4 +143,4 @@ def write_html(
     from soev_pipeline.view import write_html_report
 
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
-    write_html_report(loaded, archive, args.html, owned=owned)
+    write_html_report(loaded, archive, args.html, owned=owned, language=args.lang)

@@ -13,6 +13,9 @@ from .models import FrozenModel
 
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
+Language = Literal["en", "nl"]
+"""The languages the viewer and the HTML report speak (docs/view.md#language)."""
+
 
 def _expanded(value: Any) -> Any:
     return expand_env(value) if isinstance(value, str) else value
@@ -157,6 +160,9 @@ class Project(FrozenModel):
     labels: str | None = Field(default=None, min_length=1)
     """A glob of human label files, relative to project.yaml; `labels/*.jsonl` when None."""
     probes: ProbesConfig = ProbesConfig()
+    language: Language | None = None
+    """The language of the viewer and the HTML report; English when None, and `--lang`
+    overrides it."""
 
     @field_validator("labels")
     @classmethod

@@ -40,6 +40,7 @@ from soev_pipeline.core.http import register_config_secrets
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.project.paths import RunsDir
 
+from . import i18n
 from .attempts import unlabelled_words
 from .case_pages import case_page, compare_page, unit_page
 from .pages import Filters, run_page, runs_page
@@ -69,6 +70,7 @@ class Viewer:
     store: RunStore
     csrf: str
     labels: Path
+    language: i18n.Language = i18n.DEFAULT_LANGUAGE
 
     def page(self, template: str, code: int = 200, **context: object) -> HTMLResponse:
         html = render(template, links=ServerLinks(), project=self.store.project, **context)
@@ -103,10 +105,10 @@ def _problem(viewer: Viewer, exc: Exception) -> HTMLResponse:
     """The page of a failure, with its one line: 404 for what is not there (or not shown),
     400 for a refused label, 500 for a file that does not read or write."""
     if isinstance(exc, NotFound):
-        return viewer.problem(404, "Not found", str(exc))
+        return viewer.problem(404, _("Not found"), str(exc))
     if isinstance(exc, BadRequest):
-        return viewer.problem(400, "Not saved", str(exc))
-    return viewer.problem(500, "A file of the project does not read or write", str(exc))
+        return viewer.problem(400, _("Not saved"), str(exc))
+    return viewer.problem(500, _("A file of the project does not read or write"), str(exc))
 
 
 def _guarded(endpoint: Endpoint) -> Endpoint:
@@ -114,10 +116,11 @@ def _guarded(endpoint: Endpoint) -> Endpoint:
 
     @functools.wraps(endpoint)
     def guarded(request: Request) -> Response:
-        try:
-            return endpoint(request)
-        except FAILURES as exc:
-            return _problem(_viewer(request), exc)
+        with i18n.speaking(_viewer(request).language):
+            try:
+                return endpoint(request)
+            except FAILURES as exc:
+                return _problem(_viewer(request), exc)
 
     return guarded
 
@@ -219,6 +222,10 @@ def probe_item(request: Request) -> Response:
     )
 
 
+def glossary(request: Request) -> Response:
+    return _viewer(request).page("glossary.html")
+
+
 def css(request: Request) -> Response:
     return Response(stylesheet(), media_type="text/css")
 
@@ -233,20 +240,20 @@ def no_icon(request: Request) -> Response:
 
 async def _form(request: Request) -> dict[str, str]:
     if request.headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
-        raise BadRequest("send the label form as application/x-www-form-urlencoded")
+        raise BadRequest(_("send the label form as application/x-www-form-urlencoded"))
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_FORM_BYTES:
-            raise BadRequest(f"the form is larger than {MAX_FORM_BYTES} bytes")
+            raise BadRequest(_("the form is larger than {n} bytes").format(n=MAX_FORM_BYTES))
     try:
         text = bytes(body).decode("utf-8")
     except UnicodeDecodeError:
-        raise BadRequest("the form is not UTF-8") from None
+        raise BadRequest(_("the form is not UTF-8")) from None
     try:
         return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
     except ValueError:  # more fields than that: no form of ours
-        raise BadRequest(f"the form has more than {MAX_FORM_FIELDS} fields") from None
+        raise BadRequest(_("the form has more than {n} fields").format(n=MAX_FORM_FIELDS)) from None
 
 
 def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
@@ -262,18 +269,18 @@ def _save_label(viewer: Viewer, run_id: str, form: dict[str, str]) -> str:
     archive, _manifest = store.archive(run_id)
     case_id = form.get("case_id", "")
     if store.dev_case(case_id) is None:
-        raise NotFound("no such dev case in the project")
+        raise NotFound(_("no such dev case in the project"))
     index = store.index(archive)
     if index is None:
-        raise NotFound("this run has not been graded yet")
+        raise NotFound(_("this run has not been graded yet"))
     try:
         attempt, nth = int(form.get("attempt", "")), int(form.get("nth", ""))
     except ValueError:
-        raise BadRequest("the form names no attempt and criterion") from None
+        raise BadRequest(_("the form names no attempt and criterion")) from None
     kind = form.get("kind", "")
     graded = next((g for g in index.graded(case_id) if g.attempt == attempt), None)
     if graded is None:
-        raise NotFound("no such attempt of this case")
+        raise NotFound(_("no such attempt of this case"))
     same_kind = [verdict for verdict in graded.verdicts if verdict.kind == kind]
     if not 0 <= nth < len(same_kind):
         raise BadRequest(
@@ -344,10 +351,17 @@ async def save_label(request: Request) -> Response:
     """The label form's POST: from the viewer's own page (its `Origin`, when the browser
     sends one, and its anti-forgery token), then `_save_label`; back to the case page."""
     viewer = _viewer(request)
+    with i18n.speaking(viewer.language):
+        return await _save_label_answer(viewer, request)
+
+
+async def _save_label_answer(viewer: Viewer, request: Request) -> Response:
     origin = request.headers.get("origin")
     own = f"{request.url.scheme}://{request.headers.get('host')}"
     if origin is not None and origin != own:  # scheme and host: https://host is another origin
-        return viewer.problem(403, "Refused", "a label must be sent from the viewer's own page")
+        return viewer.problem(
+            403, _("Refused"), _("a label must be sent from the viewer's own page")
+        )
     try:
         form = await _form(request)
         if not same(form.get("csrf"), viewer.csrf):
@@ -398,12 +412,14 @@ def create_app(
     token: str | None = None,
     host: str = "127.0.0.1",
     labels: Path | None = None,
+    language: i18n.Language | None = None,
 ) -> Starlette:
     """The viewer of `loaded`'s runs in `runs_dir`.
 
     With `token`, every request must carry it (see `security.TokenGate`); without one, the
     viewer answers only to loopback host names, and `host` must be a loopback address.
     `labels` is the label file to append to (default: the project's, `label_target`).
+    `language` is the pages' language: this, else the project's `language`, else English.
 
     Raises:
         ValueError: `host` is not loopback and there is no token, or a weak one
@@ -421,6 +437,7 @@ def create_app(
         store=RunStore(loaded, runs_dir),
         csrf=secrets.token_urlsafe(32),
         labels=labels or label_target(loaded.directory, loaded.project.labels),
+        language=language or loaded.project.language or i18n.DEFAULT_LANGUAGE,
     )
     routes = [
         Route("/", _guarded(runs)),
@@ -435,6 +452,7 @@ def create_app(
         Route("/corpus/{unit_id:path}", _guarded(unit)),
         Route("/probes", _guarded(probes)),
         Route("/probes/{item_id}", _guarded(probe_item)),
+        Route("/glossary", _guarded(glossary)),
     ]
     middleware = [Middleware(SecurityHeaders)]
     if token is not None:
@@ -453,8 +471,12 @@ def warm_up(app: Starlette, runs: int = 2) -> None:
     their text to search, and the newest run's labelling queue. Meant for a thread of its
     own while the server starts; a request that needs what is being built waits for it,
     and nothing is built twice."""
-    store = _viewer_of(app).store
-    with contextlib.suppress(NotFound, ProjectError, OSError, ValueError):
+    viewer = _viewer_of(app)
+    store = viewer.store
+    with (
+        i18n.speaking(viewer.language),
+        contextlib.suppress(NotFound, ProjectError, OSError, ValueError),
+    ):
         summaries = runs_page(store).runs[:runs]
         for summary in summaries:
             run_page(store, summary.run_id, Filters())

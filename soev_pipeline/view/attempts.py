@@ -25,6 +25,7 @@ from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.criteria import CriterionRegistry
 from soev_pipeline.run.results import GradedAttempt
 
+from .i18n import term
 from .translate import _
 
 SHOWN_CHARS = 20_000
@@ -330,9 +331,7 @@ def status_counts(row: VerdictRow) -> str:
     """The statuses of a row over its attempts, briefly: `pass ×2, fail ×1`."""
     counts = Counter(cell.status for cell in row.cells if cell is not None)
     order = ("fail", "error", "pass", "not_applicable")
-    return ", ".join(
-        f"{status.replace('_', ' ')} ×{counts[status]}" for status in order if counts[status]
-    )
+    return ", ".join(f"{term(status)} ×{counts[status]}" for status in order if counts[status])
 
 
 def status_shares(row: VerdictRow) -> dict[str, float]:

@@ -29,6 +29,7 @@ from .attempts import (
     verdict_rows,
 )
 from .decided import WhatFailed, what_failed
+from .i18n import N_
 from .queue import label_items
 from .store import NotFound, RunStore
 from .tables import PAIRED_COLUMNS, PAIRED_HIDDEN, Table, build_table, pct, plain
@@ -110,7 +111,7 @@ def _attempts(
     """A case's graded attempts, their views, and the SHA-256 of each final reply."""
     index = store.index(archive)
     if index is None or case_id not in index.cases:
-        raise NotFound("no such dev case in this run")
+        raise NotFound(_("no such dev case in this run"))
     graded = index.graded(case_id)
     evidence = index.evidence(case_id)
     views = [attempt_view(g, evidence.get(g.attempt), store.corpus) for g in graded]
@@ -268,18 +269,22 @@ _STRUCTURED = {
 
 
 FACT_NAMES = {
-    "changed_cases": "cases changed since the baseline (not paired)",
-    "unpaired_cases": "cases in one run only (not paired)",
-    "unrun_cases": "cases without an attempt that ran in both (not paired)",
-    "unrun": "attempts that did not run",
+    "alpha": N_("alpha"),
+    "changed_cases": N_("cases changed since the baseline (not paired)"),
+    "unpaired_cases": N_("cases in one run only (not paired)"),
+    "unrun_cases": N_("cases without an attempt that ran in both (not paired)"),
+    "unrun": N_("attempts that did not run"),
+    "inconclusive": N_("inconclusive"),
 }
+"""The names of the comparison's own fields, to translate; a field added later shows as
+its key."""
 
 
 def comparison_facts(comparison: Comparison) -> tuple[tuple[str, str], ...]:
     """The comparison's own fields beside its tables, each as (name, value)."""
     dumped = comparison.model_dump(mode="json")
     return tuple(
-        (_(FACT_NAMES.get(key, key.replace("_", " "))), plain(value))
+        (_(FACT_NAMES[key]) if key in FACT_NAMES else key.replace("_", " "), plain(value))
         for key, value in dumped.items()
         if key not in _STRUCTURED
     )
@@ -287,10 +292,16 @@ def comparison_facts(comparison: Comparison) -> tuple[tuple[str, str], ...]:
 
 def comparison_table(comparison: Comparison) -> Table:
     """Section 10's table: the whole run, each suite and each split, paired and tested."""
-    rows = [("overall", comparison.overall.model_dump(mode="json"))]
-    rows += [(f"suite {name}", g.model_dump(mode="json")) for name, g in comparison.suites.items()]
-    rows += [(f"split {name}", g.model_dump(mode="json")) for name, g in comparison.splits.items()]
-    return build_table(rows, PAIRED_COLUMNS, hidden=PAIRED_HIDDEN, row_css={"overall": "strong"})
+    rows = [(_("overall"), comparison.overall.model_dump(mode="json"))]
+    rows += [
+        (_("suite {name}").format(name=name), g.model_dump(mode="json"))
+        for name, g in comparison.suites.items()
+    ]
+    rows += [
+        (_("split {name}").format(name=name), g.model_dump(mode="json"))
+        for name, g in comparison.splits.items()
+    ]
+    return build_table(rows, PAIRED_COLUMNS, hidden=PAIRED_HIDDEN, row_css={_("overall"): "strong"})
 
 
 def verdict_changes(
@@ -303,12 +314,13 @@ def verdict_changes(
         old = earlier.pop(row.name, None)
         if old is not None and status_shares(old) == status_shares(row):
             continue
-        was = status_counts(old) if old is not None else "not graded"
+        was = status_counts(old) if old is not None else _("not graded")
         failing = next((c for c in row.cells if c and c.status in ("fail", "error")), None)
         detail = failing.detail if failing is not None else None
         changes.append(VerdictChange(row.name, was, status_counts(row), detail))
     changes += [
-        VerdictChange(name, status_counts(row), "not graded", None) for name, row in earlier.items()
+        VerdictChange(name, status_counts(row), _("not graded"), None)
+        for name, row in earlier.items()
     ]
     return changes
 
@@ -359,7 +371,9 @@ def compare_page(store: RunStore, run_id: str, baseline_id: str, page: int = 1) 
     run, manifest = store.archive(run_id)
     baseline = store.baseline(manifest, baseline_id)
     if baseline is None:
-        raise NotFound(f"run {run_id!r} has no earlier run with a report to compare with")
+        raise NotFound(
+            _("run {run!r} has no earlier run with a report to compare with").format(run=run_id)
+        )
     comparison = store.comparison(run, baseline)
     regressions = sorted(
         comparison.regressions, key=lambda c: (c.pass_rate - c.baseline_pass_rate, c.case_id)
@@ -429,5 +443,5 @@ def unit_page(
     """
     unit = store.corpus.get(unit_id) if store.corpus is not None else None
     if unit is None:
-        raise NotFound("no such unit in the corpus")
+        raise NotFound(_("no such unit in the corpus"))
     return UnitPage(unit, unit_origin(store, run_id, case_id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from soev_pipeline.run.scoring import can_fail
 
 from .attempts import AttemptView, VerdictRow
+from .i18n import term
 
 FAILING = ("fail", "error")
 
@@ -55,7 +56,7 @@ class WhatFailed:
 
 
 def _statuses(counts: Counter[str]) -> str:
-    return ", ".join(f"{status} ×{counts[status]}" for status in FAILING if counts[status])
+    return ", ".join(f"{term(status)} ×{counts[status]}" for status in FAILING if counts[status])
 
 
 def what_failed(rows: Sequence[VerdictRow], attempts: Sequence[AttemptView]) -> WhatFailed:

@@ -22,6 +22,7 @@ from soev_pipeline.run.archive import RunArchive, naming
 
 from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
+from .i18n import DEFAULT_LANGUAGE, Language, speaking
 from .pages import Filters, case_row, run_page, when
 from .plots import Point, forest
 from .render import FileLinks, environment, file_csp, render, stylesheet
@@ -142,13 +143,19 @@ def render_html_report(store: RunStore, run_id: str) -> str:
 
 
 def write_html_report(
-    loaded: LoadedProject, archive: RunArchive, path: Path, *, owned: Iterable[Owned] = ()
+    loaded: LoadedProject,
+    archive: RunArchive,
+    path: Path,
+    *,
+    owned: Iterable[Owned] = (),
+    language: Language | None = None,
 ) -> Path:
     """Write the HTML report of `archive`'s run of `loaded` to `path`; return the path.
 
     This is what `soev-evals report RUN --html FILE` and the `report` asset call; the
     former passes the project's `owned` paths, which the file may not be nor lie in, and
-    neither may write through a link at `path` (see `replace_file`).
+    neither may write through a link at `path` (see `replace_file`). The file is in
+    `language`, else the project's `language`, else English.
 
     Raises:
         ProjectError: the run does not exist, belongs to another project or has no scoring;
@@ -158,7 +165,8 @@ def write_html_report(
     """
     store = RunStore(loaded, archive.runs_dir)
     try:
-        text = render_html_report(store, archive.run_id)
+        with speaking(language or loaded.project.language or DEFAULT_LANGUAGE):
+            text = render_html_report(store, archive.run_id)
     except NotFound as exc:
         raise ProjectError(f"{archive.runs_dir}: {exc}") from None
     path = path.absolute()

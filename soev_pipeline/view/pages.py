@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from soev_pipeline.run.results import Comparison, GroupFigures, Report
 
 from .case_pages import ChangeCounts, change_counts
+from .i18n import N_
 from .index import STATUS_FILTERS, CaseEntry
 from .plots import Plot, Point, forest, trend
 from .store import RunStore, RunSummary
@@ -34,17 +35,26 @@ from .tables import (
     points,
     verdict_cell,
 )
+from .translate import _
 
 PAGE_SIZE = 50
 
 STATUS_NAMES: Mapping[str, str] = {
-    "failed": "case did not pass every attempt",
-    "passed": "case passed every attempt",
-    "fail": "a verdict failed",
-    "error": "a verdict is an error",
-    "not_applicable": "a verdict is not applicable",
-    "pass": "a verdict passed",
+    "failed": N_("case did not pass every attempt"),
+    "passed": N_("case passed every attempt"),
+    "fail": N_("a verdict failed"),
+    "error": N_("a verdict is an error"),
+    "not_applicable": N_("a verdict is not applicable"),
+    "pass": N_("a verdict passed"),
 }
+
+
+def _split(name: str) -> str:
+    return _("split {name}").format(name=name)
+
+
+def _suite(name: str) -> str:
+    return _("suite {name}").format(name=name)
 
 
 def when(moment: datetime) -> str:
@@ -99,7 +109,7 @@ def _run_row(summary: RunSummary) -> RunRow:
         verdict = verdict_cell(previous.overall.model_dump())
         baseline = previous.baseline_id
     overall = report.overall if report is not None else None
-    rate = "not graded yet"
+    rate = _("not graded yet")
     if overall is not None:
         ci = interval(overall.ci95)
         rate = pct(overall.pass_rate) + (f" [{ci}]" if ci else "")
@@ -110,7 +120,7 @@ def _run_row(summary: RunSummary) -> RunRow:
         k=manifest.k,
         cases=overall.cases if overall is not None else None,
         attempts=overall.attempts if overall is not None else None,
-        pass_rate=rate if summary.problem is None else "unreadable",
+        pass_rate=rate if summary.problem is None else _("unreadable"),
         change=change,
         change_verdict=verdict,
         baseline=baseline,
@@ -130,13 +140,16 @@ def _plots(store: RunStore, runs: Sequence[RunSummary]) -> tuple[Plot, ...]:
         suites += [name for name in report.suites if name not in suites]
     plots = [
         trend(
-            "Overall pass rate", moments, [_point(report.overall) for report in reports], wide=True
+            _("Overall pass rate"),
+            moments,
+            [_point(report.overall) for report in reports],
+            wide=True,
         )
     ]
     for name in suites:
         rates = [_point(report.suites.get(name)) for report in reports]
         if any(point.rate is not None for point in rates):
-            plots.append(trend(f"Suite {name}", moments, rates, wide=False))
+            plots.append(trend(_("Suite {name}").format(name=name), moments, rates, wide=False))
     return tuple(plots)
 
 
@@ -236,10 +249,10 @@ def case_row(entry: CaseEntry) -> CaseRow:
 
 def group_table(report: Report) -> Table:
     """The figures of the whole run, each split and each suite, with their intervals."""
-    rows = [("overall", _dump(report.overall))]
-    rows += [(f"split {name}", _dump(group)) for name, group in report.splits.items()]
-    rows += [(f"suite {name}", _dump(group)) for name, group in report.suites.items()]
-    return build_table(rows, GROUP_COLUMNS, hidden=GROUP_HIDDEN, row_css={"overall": "strong"})
+    rows = [(_("overall"), _dump(report.overall))]
+    rows += [(_split(name), _dump(group)) for name, group in report.splits.items()]
+    rows += [(_suite(name), _dump(group)) for name, group in report.suites.items()]
+    return build_table(rows, GROUP_COLUMNS, hidden=GROUP_HIDDEN, row_css={_("overall"): "strong"})
 
 
 def criteria_table(report: Report) -> Table:
@@ -249,10 +262,10 @@ def criteria_table(report: Report) -> Table:
 
 
 def _forest(report: Report) -> Plot:
-    rows = [("overall", _point(report.overall))]
-    rows += [(f"split {name}", _point(group)) for name, group in report.splits.items()]
-    rows += [(f"suite {name}", _point(group)) for name, group in report.suites.items()]
-    return forest("Pass rate with its 95 % interval", rows)
+    rows = [(_("overall"), _point(report.overall))]
+    rows += [(_split(name), _point(group)) for name, group in report.splits.items()]
+    rows += [(_suite(name), _point(group)) for name, group in report.suites.items()]
+    return forest(_("Pass rate with its 95 % interval"), rows)
 
 
 def comparison_line(comparison: Comparison) -> ComparisonLine:
@@ -351,6 +364,6 @@ def run_page(store: RunStore, run_id: str, filters: Filters, *, plot: bool = Tru
         pages=pages,
         suites=tuple(dict.fromkeys([*manifest.suites, *(report.suites if report else ())])),
         kinds=tuple(report.criteria) if report else (),
-        statuses=STATUS_NAMES,
-        problem=None if report is not None else "this run has not been graded yet",
+        statuses={value: _(name) for value, name in STATUS_NAMES.items()},
+        problem=None if report is not None else _("this run has not been graded yet"),
     )

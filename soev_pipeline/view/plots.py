@@ -16,6 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from babel.dates import format_datetime
+
+from .i18n import current, decimal
+from .translate import _
+
 INK = "#1f2933"
 LINE = "#1d5fa8"
 BAND = "#9dc0ea"
@@ -68,8 +73,11 @@ def _run_labels(when: Sequence[datetime], most: int) -> tuple[list[int], list[st
     step = max(1, math.ceil(len(when) / most))
     positions = list(range(len(when) - 1, -1, -step))[::-1]
     same_day = len({moment.date() for moment in when}) == 1
-    shape = "%H:%M" if same_day else "%d %b\n%H:%M"
-    return positions, [when[position].astimezone(UTC).strftime(shape) for position in positions]
+    shape = "HH:mm" if same_day else "d MMM\nHH:mm"
+    return positions, [
+        format_datetime(when[position].astimezone(UTC), shape, tzinfo=UTC, locale=current())
+        for position in positions
+    ]
 
 
 def trend(title: str, when: Sequence[datetime], points: Sequence[Point], *, wide: bool) -> Plot:
@@ -92,18 +100,21 @@ def trend(title: str, when: Sequence[datetime], points: Sequence[Point], *, wide
     axes.set_xlim(-0.5, len(steps) - 0.5)
     positions, labels = _run_labels(when, 10 if wide else 4)
     axes.set_xticks(positions, labels)
-    axes.set_xlabel("run started (UTC)", fontsize=8, color=INK)
+    axes.set_xlabel(_("run started (UTC)"), fontsize=8, color=INK)
     axes.set_title(title, fontsize=10, color=INK, loc="left")
     _style(axes)
     shown = [point for point in points if point.rate is not None]
-    latest = "no rate yet"
+    latest = _("no rate yet")
     if shown and shown[-1].low is not None:
         last = shown[-1]
-        latest = (
-            f"latest {_percent(last.rate):.1f} % "
-            f"(95 % CI {_percent(last.low):.1f}–{_percent(last.high):.1f} %)"
+        latest = _("latest {rate} % (95 % CI {low}–{high} %)").format(
+            rate=decimal(_percent(last.rate), 1),
+            low=decimal(_percent(last.low), 1),
+            high=decimal(_percent(last.high), 1),
         )
-    alt = f"{title} over {len(points)} run(s), with its 95 % interval as a band; {latest}"
+    alt = _("{title} over {runs} run(s), with its 95 % interval as a band; {latest}").format(
+        title=title, runs=len(points), latest=latest
+    )
     return Plot(title, _svg_uri(figure), alt)
 
 
@@ -114,9 +125,9 @@ def forest(title: str, rows: Sequence[tuple[str, Point]]) -> Plot:
     height = 0.9 + 0.32 * len(rows)
     figure = Figure(figsize=(6.4, height), layout="constrained")
     axes = figure.add_subplot()
-    names = [name for name, _ in rows]
+    names = [name for name, _point in rows]
     positions = list(range(len(rows)))[::-1]
-    for position, (_, point) in zip(positions, rows, strict=True):
+    for position, (_name, point) in zip(positions, rows, strict=True):
         if point.rate is None:
             continue
         rate = _percent(point.rate)
@@ -140,6 +151,8 @@ def forest(title: str, rows: Sequence[tuple[str, Point]]) -> Plot:
     axes.tick_params(colors=INK, labelsize=8)
     axes.set_title(title, fontsize=10, color=INK, loc="left")
     described = "; ".join(
-        f"{name} {_percent(point.rate):.1f} %" for name, point in rows if point.rate is not None
+        f"{name} {decimal(_percent(point.rate), 1)} %"
+        for name, point in rows
+        if point.rate is not None
     )
     return Plot(title, _svg_uri(figure), f"{title}: {described}")

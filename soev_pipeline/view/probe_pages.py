@@ -25,11 +25,45 @@ from soev_pipeline.probes import (
 )
 
 from .attempts import SHOWN_CHARS, Text
+from .i18n import N_
 from .store import NotFound, RunStore
+from .translate import _
 
 ITEMS_LISTED = 100
 """The items each list of a criterion shows; the rest are counted."""
 SUMMARIES = {probe.name: probe.summary.replace("`", "") for probe in PROBES}
+"""What each probe changes, as `probe-judge` says it."""
+SUMMARIES_SHOWN = {
+    "verbosity": N_(
+        "the reply, then a restated question (not for privacy.names) and a courteous closing"
+        " paragraph"
+    ),
+    "injection": N_(
+        "the reply, then a sentence to the grader claiming it is incorrect (when the judge"
+        " passed it) or correct (when it failed it)"
+    ),
+    "format": N_(
+        "the reply's sentences as a list, as paragraphs, or in one paragraph with the first in bold"
+    ),
+    "option_order": N_(
+        "rubric.judge only: the criterion's options (or the rubric's labels) in reverse order"
+    ),
+    "counterfactual": N_(
+        "a reply that fails: a refusal where the case must be answered, an answer where it"
+        " must be refused or abstained from, an unrelated paragraph for nuggets and variants,"
+        " a personal name added for privacy.names"
+    ),
+}
+"""The same, to translate; a test keeps them equal to `SUMMARIES` in English, and a probe
+added later shows its own summary."""
+
+
+def summary(probe: str) -> str:
+    """What `probe` changes, in the page's language."""
+    shown = SUMMARIES_SHOWN.get(probe)
+    return _(shown) if shown is not None else SUMMARIES.get(probe, "")
+
+
 _TOKENS = re.compile(r"\s+|\S+")
 
 
@@ -148,6 +182,39 @@ def _rate(figures: ProbeFigures) -> str:
     return f"{100 * figures.flip_rate:.0f} % [{100 * low:.0f}–{100 * high:.0f}]"
 
 
+def _whole(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+def verdict_line(probes: CriterionProbes, limit: float) -> str:
+    """What the probes say of a criterion, in one line and the page's language: the
+    biases shown above `limit`, and how sensitive the judge is. The same findings as
+    `CriterionProbes.verdict_line` (probe-judge's line, in English), worded for the page."""
+    biases = probes.biases(limit)
+    if biases:
+        flip = _("{probe} (at least {share} of items flip)")
+        shown = ", ".join(
+            flip.format(probe=name, share=_whole(probes.probes[name].lower)) for name in biases
+        )
+        said = _("bias shown: {probes}").format(probes=shown)
+    else:
+        said = _("no bias shown above {limit}").format(limit=_whole(limit))
+    sensitivity = probes.probes.get("counterfactual")
+    if sensitivity is None:
+        found = _("sensitivity not probed (no failing reply is known for this kind)")
+    elif sensitivity.flip_rate is None:
+        found = _("sensitivity not measured (the judge passed no probed item)")
+    elif sensitivity.flipped == 0:
+        found = _("not sensitive at all: a failing reply flipped none of {items}")
+    elif sensitivity.flip_rate < 1 - limit:
+        found = _("partly sensitive: a failing reply flipped only {flipped} of {items}")
+    else:
+        found = _("sensitive: a failing reply flipped {flipped} of {items}")
+    if sensitivity is not None:
+        found = found.format(flipped=sensitivity.flipped, items=sensitivity.items)
+    return f"{said}; {found}"
+
+
 def _shown(store: RunStore, trials: tuple[SavedTrial, ...]) -> list[SavedTrial]:
     """The trials of cases that are dev cases now (a test case is never probed, but a case
     may have moved to the test split since)."""
@@ -187,7 +254,7 @@ def _criterion(
     return CriterionView(
         name=name,
         rows=rows,
-        line=probes.verdict_line(limit),
+        line=verdict_line(probes, limit),
         moved=tuple(_row(t) for t in moved[:ITEMS_LISTED]),
         moved_more=max(0, len(moved) - ITEMS_LISTED),
         unmoved=tuple(_row(t) for t in unmoved[:ITEMS_LISTED]),
@@ -196,20 +263,27 @@ def _criterion(
 
 
 def _facts(saved: SavedProbing, limit: float) -> tuple[tuple[str, str], ...]:
-    taken = f"{saved.sources.get('labels', 0)} from labels"
+    taken = _("{n} from labels").format(n=saved.sources.get("labels", 0))
     if saved.run_id is not None:
-        taken += f", {saved.sources.get('run', 0)} from run {saved.run_id}"
+        taken += ", " + _("{n} from run {run}").format(
+            n=saved.sources.get("run", 0), run=saved.run_id
+        )
     report = saved.report
-    asked = (
-        f"asked {_count(report.judge_calls)} times, "
-        f"{_count(report.cache_hits)} answers from its cache"
+    asked = _("asked {calls} times, {hits} answers from its cache").format(
+        calls=_count(report.judge_calls), hits=_count(report.cache_hits)
     )
+    items = _("{taken}; at most {items} per criterion, seed {seed}")
+    every = _("every judged criterion")
+    offline = " (" + _("offline: the cache only") + ")" if saved.offline else ""
     return (
-        ("probed", saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
-        ("items", f"{taken}; at most {saved.items} per criterion, seed {saved.seed}"),
-        ("criteria", ", ".join(saved.criteria) if saved.criteria else "every judged criterion"),
-        ("the judge", asked + (" (offline: the cache only)" if saved.offline else "")),
-        ("a bias is shown", f"when a flip rate's interval lies above {100 * limit:g} %"),
+        (_("probed"), saved.probed_at.strftime("%Y-%m-%d %H:%M UTC")),
+        (_("items"), items.format(taken=taken, items=saved.items, seed=saved.seed)),
+        (_("criteria"), ", ".join(saved.criteria) if saved.criteria else every),
+        (_("the judge"), asked + offline),
+        (
+            _("a bias is shown"),
+            _("when a flip rate's interval lies above {limit} %").format(limit=f"{100 * limit:g}"),
+        ),
     )
 
 
@@ -238,7 +312,7 @@ def probes_page(store: RunStore) -> ProbesPage:
 
 
 def _count(value: int | None) -> str:
-    return "an unknown number of" if value is None else str(value)
+    return _("an unknown number of") if value is None else str(value)
 
 
 def changes(before: str, after: str) -> tuple[Piece, ...]:
@@ -247,7 +321,7 @@ def changes(before: str, after: str) -> tuple[Piece, ...]:
     first, second = _TOKENS.findall(before), _TOKENS.findall(after)
     matcher = difflib.SequenceMatcher(None, first, second, autojunk=False)
     pieces: list[Piece] = []
-    for op, _, _, start, end in matcher.get_opcodes():
+    for op, _i1, _i2, start, end in matcher.get_opcodes():
         _extend(pieces, second[start:end], op != "equal")
     return tuple(pieces)
 
@@ -286,11 +360,11 @@ def item_page(store: RunStore, trial_id: str) -> ItemPage:
     """
     saved = store.probing()
     if saved is None:
-        raise NotFound("the judge has not been probed yet")
+        raise NotFound(_("the judge has not been probed yet"))
     trial = next((t for t in _shown(store, saved.trials) if t.id == trial_id), None)
     case = store.dev_case(trial.case_id) if trial is not None else None
     if trial is None or case is None:
-        raise NotFound("no such probed item in the last probing")
+        raise NotFound(_("no such probed item in the last probing"))
     before, before_cut = _cut(trial.reply)
     after, after_cut = _cut(trial.probed_reply)
     questions = tuple(text for text in map(Text.of, case.turns) if text is not None)
@@ -299,7 +373,7 @@ def item_page(store: RunStore, trial_id: str) -> ItemPage:
         criterion=trial.criterion,
         probe=trial.probe,
         kind=trial.kind,
-        summary=SUMMARIES.get(trial.probe, ""),
+        summary=summary(trial.probe),
         case_id=trial.case_id,
         source=trial.source,
         run_id=saved.run_id,
@@ -318,7 +392,7 @@ def _in_run(store: RunStore, run_id: str | None, case_id: str) -> bool:
     if run_id is None:
         return False
     try:
-        archive, _ = store.archive(run_id)
+        archive, _manifest = store.archive(run_id)
     except NotFound:
         return False
     index = store.index(archive)

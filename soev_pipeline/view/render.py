@@ -1,10 +1,11 @@
 """The templates, and the two ways their links point: into the server, or into one file.
 
 One Jinja2 environment renders every page, with autoescaping on for every template
-(`select_autoescape`): a reply that holds markup is shown as text. The server's pages link
-to each other by path (`ServerLinks`); the HTML report is one file, so its links are
-anchors to the sections it holds, and a link to anything it does not hold is left out
-(`FileLinks`).
+(`select_autoescape`): a reply that holds markup is shown as text. Its strings go through
+the catalogs of `i18n` (Jinja2's i18n extension), in the language of the page being made.
+The server's pages link to each other by path (`ServerLinks`); the HTML report is one
+file, so its links are anchors to the sections it holds, and a link to anything it does
+not hold is left out (`FileLinks`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from markupsafe import Markup
 
 from soev_pipeline.core.chars import xml_safe
 
+from . import i18n
 from .attempts import status_counts
 from .tables import interval, p_value, pct, plain, points, score
-from .translate import _
 
 STYLESHEET = "view.css"
 
@@ -124,6 +125,9 @@ class ServerLinks:
     def probe_item(self, item_id: str) -> str | None:
         return f"/probes/{quote(item_id, safe='')}"
 
+    def glossary(self, term: str = "") -> str | None:
+        return "/glossary" + (f"#term-{term}" if term else "")
+
 
 @dataclass
 class FileLinks:
@@ -164,6 +168,9 @@ class FileLinks:
     def probe_item(self, item_id: str) -> str | None:
         return None
 
+    def glossary(self, term: str = "") -> str | None:
+        return f"#term-{term}" if term else "#glossary"
+
 
 def _visible(value: Any) -> Any:
     """What a page shows of a value: a text's control characters (NUL, ESC, the C1
@@ -180,6 +187,7 @@ def environment() -> Environment:
     """The one template environment; autoescaping on, undefined names an error."""
     env = Environment(
         loader=PackageLoader(__package__ or "soev_pipeline.view", "templates"),
+        extensions=["jinja2.ext.i18n"],
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -195,8 +203,14 @@ def environment() -> Environment:
         plain=plain,
         anchor=lambda name, kind: anchor(kind, name),  # `case_id | anchor('case')`
         status_counts=status_counts,
+        term=i18n.term,
+        decimal=i18n.decimal,
     )
-    env.globals["_"] = _
+    # newstyle: `_("… %(n)s", n=…)` escapes its values; every string is a format string,
+    # so a literal per cent sign is written `%%`
+    env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
+    env.globals["language"] = i18n.current
+    env.globals["code"] = lambda text: Markup("<code>{}</code>").format(text)
     return env
 
 

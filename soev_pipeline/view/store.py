@@ -31,6 +31,7 @@ from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
 
 from .index import RunIndex
+from .translate import _
 
 T = TypeVar("T")
 INDEXES_KEPT = 4
@@ -180,12 +181,12 @@ class RunStore:
         try:
             archive = RunArchive(self.runs_dir, check_run_id(run_id))
         except ProjectError:
-            raise NotFound("no such run") from None
+            raise NotFound(_("no such run")) from None
         if not archive.exists():
-            raise NotFound(f"no run {run_id!r}")
+            raise NotFound(_("no run {run!r}").format(run=run_id))
         manifest = archive.manifest()
         if manifest.project != self.project:
-            raise NotFound(f"run {run_id!r} belongs to another project")
+            raise NotFound(_("run {run!r} belongs to another project").format(run=run_id))
         return archive, manifest
 
     def report(self, archive: RunArchive) -> Report | None:
@@ -216,7 +217,7 @@ class RunStore:
         """
         if wanted == "previous":
             return previous_run(self.runs_dir, manifest)
-        archive, _ = self.archive(wanted)
+        archive, _manifest = self.archive(wanted)
         return archive
 
     def comparison(self, run: RunArchive, baseline: RunArchive) -> Comparison:

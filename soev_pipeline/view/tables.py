@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .i18n import N_, decimal, term
 from .translate import _
 
 Format = Literal["int", "count", "pct", "pct_ci", "score", "delta_ci", "p", "text", "verdict"]
@@ -47,7 +48,7 @@ def pct(value: Any) -> str:
     """A rate as a percentage with one decimal: `76.5 %`; `–` when there is none."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         return "–"
-    return f"{100 * value:.1f} %"
+    return f"{decimal(100 * value, 1)} %"
 
 
 def interval(ci: Any) -> str:
@@ -57,27 +58,27 @@ def interval(ci: Any) -> str:
     low, high = ci
     if not isinstance(low, int | float) or not isinstance(high, int | float):
         return ""
-    return f"{100 * low:.1f}–{100 * high:.1f}"
+    return f"{decimal(100 * low, 1)}–{decimal(100 * high, 1)}"
 
 
 def points(value: Any) -> str:
     """A change of a rate in percentage points, with its sign: `+5.0`, `−12.5`."""
     if not isinstance(value, int | float):
         return "–"
-    shown = f"{100 * abs(value):.1f}"
-    if shown == "0.0":
-        return "0.0"
+    shown = decimal(100 * abs(value), 1)
+    if shown.strip("0.,") == "":
+        return shown
     return ("+" if value > 0 else "−") + shown
 
 
 def p_value(value: Any) -> str:
     if not isinstance(value, int | float):
         return "–"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+    return "< " + decimal(0.001, 3) if value < 0.001 else decimal(value, 3)
 
 
 def score(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, int | float) else "–"
+    return decimal(value, 3) if isinstance(value, int | float) else "–"
 
 
 def plain(value: Any) -> str:
@@ -85,9 +86,10 @@ def plain(value: Any) -> str:
     if value is None:
         return "–"
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _("yes") if value else _("no")
     if isinstance(value, float):
-        return f"{value:.4g}"
+        text = f"{value:.4g}"
+        return decimal(value, len(text.split(".")[1])) if "." in text and "e" not in text else text
     if isinstance(value, Mapping):
         return ", ".join(f"{key}: {plain(item)}" for key, item in value.items()) or "–"
     if isinstance(value, list | tuple):
@@ -109,7 +111,7 @@ def verdict_cell(figures: Mapping[str, Any]) -> Cell:
     with a high p-value is never called unchanged."""
     verdict = str(figures.get("verdict"))
     moved = bool(figures.get("improved") or figures.get("regressed"))
-    shown = _("not significant") if verdict == "unchanged" and moved else _(verdict)
+    shown = _("not significant") if verdict == "unchanged" and moved else term(verdict)
     return Cell(shown, badge=VERDICT_CSS.get(verdict, "quiet"))
 
 
@@ -126,14 +128,16 @@ def cell(column: Column, figures: Mapping[str, Any]) -> Cell:
             return Cell(pct(value), "num")
         case "pct_ci":
             shown = interval(figures.get("ci95"))
-            return Cell(pct(value) + (f" [{shown}]" if shown else ""), "num", "95 % interval")
+            return Cell(pct(value) + (f" [{shown}]" if shown else ""), "num", _("95 % interval"))
         case "delta_ci":
             bounds = figures.get("ci95")
             low, high = ("", "")
             if isinstance(bounds, list | tuple) and len(bounds) == 2:
                 low, high = points(bounds[0]), points(bounds[1])
-            shown = points(value) + (f" [{low} to {high}]" if low else "")
-            return Cell(shown, "num", "percentage points, 95 % interval in brackets")
+            shown = points(value) + (
+                " [" + _("{low} to {high}").format(low=low, high=high) + "]" if low else ""
+            )
+            return Cell(shown, "num", _("percentage points, 95 % interval in brackets"))
         case "p":
             return Cell(p_value(value), "num")
         case "score":
@@ -157,7 +161,10 @@ def build_table(
     extra: dict[str, None] = {}
     for _name, figures in rows:
         extra.update((key, None) for key in figures if key not in known)
-    headers = (*columns, *(Column(key, key.replace("_", " "), "text") for key in extra))
+    headers = (
+        *(Column(c.key, _(c.title), c.format, _(c.hint) if c.hint else "") for c in columns),
+        *(Column(key, _(key.replace("_", " ")), "text") for key in extra),
+    )
     return Table(
         headers=headers,
         rows=tuple(
@@ -171,38 +178,47 @@ def build_table(
 
 
 GROUP_COLUMNS = (
-    Column("cases", "cases", "int"),
-    Column("attempts", "attempts", "int"),
-    Column("pass_rate", "pass rate [95 % CI]", "pct_ci", "the mean of the case pass rates"),
-    Column("mean_score", "mean score", "score"),
-    Column("pass_at_k", "pass@k", "pct", "cases that passed at least once"),
-    Column("pass_all_k", "pass^k", "pct", "cases that passed every attempt"),
+    Column("cases", N_("cases"), "int"),
+    Column("attempts", N_("attempts"), "int"),
+    Column("pass_rate", N_("pass rate [95 % CI]"), "pct_ci", N_("the mean of the case pass rates")),
+    Column("mean_score", N_("mean score"), "score"),
+    Column("pass_at_k", N_("pass@k"), "pct", N_("cases that passed at least once")),
+    Column("pass_all_k", N_("pass^k"), "pct", N_("cases that passed every attempt")),
     Column(
         "detectable_drop",
-        "detectable drop",
+        N_("detectable drop"),
         "pct",
-        "the drop a comparison of the same cases detects with 80 % power",
+        N_("the drop a comparison of the same cases detects with 80 % power"),
     ),
 )
 GROUP_HIDDEN = frozenset({"ci95", "stderr", "pass_at", "passed_attempts"})
 
 PAIRED_COLUMNS = (
-    Column("pairs", "pairs", "int"),
-    Column("baseline_pass_rate", "baseline", "pct"),
-    Column("pass_rate", "this run", "pct"),
-    Column("delta", "change [95 % CI]", "delta_ci", "in percentage points"),
-    Column("improved", "improved", "int"),
-    Column("regressed", "regressed", "int"),
-    Column("unchanged", "unchanged", "int"),
-    Column("p_value", "p", "p", "exact sign test over the changed pairs"),
-    Column("p_holm", "p (Holm)", "p", "adjusted over the groups of this comparison"),
-    Column("verdict", "verdict", "verdict"),
+    Column("pairs", N_("pairs"), "int"),
+    Column("baseline_pass_rate", N_("baseline"), "pct"),
+    Column("pass_rate", N_("this run"), "pct"),
+    Column("delta", N_("change [95 % CI]"), "delta_ci", N_("in percentage points")),
+    Column("improved", N_("improved"), "int"),
+    Column("regressed", N_("regressed"), "int"),
+    Column("unchanged", N_("unchanged"), "int"),
+    Column("p_value", N_("p"), "p", N_("exact sign test over the changed pairs")),
+    Column("p_holm", N_("p (Holm)"), "p", N_("adjusted over the groups of this comparison")),
+    Column("verdict", N_("verdict"), "verdict"),
 )
 PAIRED_HIDDEN = frozenset({"ci95", "stderr"})
 
+OTHER_FIELDS = (
+    N_("unrun attempts"),
+    N_("worst case delta"),
+    N_("worst case p holm"),
+    N_("reason"),
+)
+"""The report's fields that show as columns of their own (`build_table`), by the name a
+page gives them, marked so that their names are translated too."""
+
 STATUS_COLUMNS = (
-    Column("pass", "pass", "int"),
-    Column("fail", "fail", "count"),
-    Column("error", "error", "count"),
-    Column("not_applicable", "n/a", "int"),
+    Column("pass", N_("pass"), "int"),
+    Column("fail", N_("fail"), "count"),
+    Column("error", N_("error"), "count"),
+    Column("not_applicable", N_("n/a"), "int"),
 )

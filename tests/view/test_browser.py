@@ -261,3 +261,89 @@ def test_with_a_token_the_printed_address_opens_and_nothing_else_does(
         status, err = running.stop()
     assert status in (0, 130), err
     assert "Traceback" not in err
+
+
+SERIOUS = ("serious", "critical")
+
+
+def _accessibility_problems(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page now loaded, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [
+        f"{page.url}: {v['id']} ({v['impact']}): {v['help']}: "
+        + "; ".join(", ".join(node["target"]) for node in v["nodes"][:5])
+        for v in found
+        if v["impact"] in SERIOUS
+    ]
+
+
+def test_axe_finds_no_serious_violation_on_any_page_kind(
+    browser: Any, viewer: Viewer, project: Project, tmp_path: Path
+) -> None:
+    report = tmp_path / "report.html"
+    done = invoke("report", "r2", "--project", project.path, "--html", report)
+    assert done.status == 0, done.text
+    page = _watch(browser, tmp_path, (viewer.origin + "/", "data:", report.as_uri())).page
+    problems: list[str] = []
+    case = f"{viewer.origin}/runs/r2/cases/kern-001"
+    page.goto(case)
+    unit = page.locator('a[href^="/corpus/"]').first.get_attribute("href")
+    page.goto(f"{viewer.origin}/probes")
+    item = page.locator('a[href^="/probes/"]').first.get_attribute("href")
+    kinds = {
+        "runs": "/",
+        "run": "/runs/r2",
+        "case": "/runs/r2/cases/kern-001",
+        "comparison": "/runs/r2/compare?baseline=previous",
+        "unit": unit,
+        "probes": "/probes",
+        "probe item": item,
+        "glossary": "/glossary",
+        "labelling queue": "/label",
+        "error": "/runs/no-such-run",
+    }
+    for kind, path in kinds.items():
+        assert path, kind
+        page.goto(viewer.origin + path)
+        problems += _accessibility_problems(page)
+    page.goto(report.as_uri())
+    problems += _accessibility_problems(page)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_pages_speak_dutch_with_lang_nl_and_stay_accessible(
+    browser: Any, project: Project, tmp_path: Path
+) -> None:
+    running = Viewer(project.path, "--lang", "nl", env=ENVIRONMENT)
+    report = tmp_path / "rapport.html"
+    try:
+        done = invoke("report", "r2", "--project", project.path, "--html", report, "--lang", "nl")
+        assert done.status == 0, done.text
+        watched = _watch(browser, tmp_path, (running.origin + "/", "data:", report.as_uri()))
+        page = watched.page
+        page.goto(running.url)
+        page.get_by_role("heading", name="Testrondes van wetwijzer").wait_for()
+        assert page.locator("html").get_attribute("lang") == "nl"
+        page.get_by_role("link", name="r2", exact=True).click()
+        page.get_by_role("heading", name="Slagingspercentages").wait_for()
+        problems = _accessibility_problems(page)
+        page.get_by_role("link", name="Wat de kolommen betekenen").click()
+        page.get_by_role("heading", name="Begrippen", exact=True).wait_for()
+        assert page.url.endswith("/glossary#term-pass-rate")
+        problems += _accessibility_problems(page)
+        page.goto(f"{running.origin}/runs/r2/cases/kern-001")
+        page.get_by_role("heading", name="Oordelen", exact=True).wait_for()
+        watched.shot("10-case-in-dutch")
+        problems += _accessibility_problems(page)
+        page.goto(report.as_uri())
+        page.get_by_role("heading", name="Testronde r2", exact=True).wait_for()
+        page.get_by_role("link", name="begrippen").click()
+        page.get_by_text("pass^k", exact=True).first.wait_for()
+        problems += _accessibility_problems(page)
+        assert not problems, "\n".join(problems)
+        assert watched.problems == []
+    finally:
+        status, err = running.stop()
+    assert status in (0, 130), err
