@@ -5,19 +5,23 @@ attempts over `--cases` cases, graded with every built-in kind that needs no jud
 asks the viewer's application for its pages in process (through the ASGI stack: token-free
 loopback, middleware, page building, templates; no network). Prints, in seconds:
 
-- the index of the run (one pass over verdicts.jsonl and evidence.jsonl) and its memory;
+- the index of the run built from its files (one pass over verdicts.jsonl and evidence.jsonl)
+  and its memory, and the index that the aggregate step saved, loaded;
 - the warm-up that `soev-evals view` starts beside the server (importing matplotlib,
   indexing the newest runs), and the run page right after it;
-- the run page the first time without a warm-up (index, plot library and plot at once);
+- the run page the first time without a warm-up, then the first case page;
 - the median of later requests of the run page: plain, filtered by status and criterion,
   searched (the first search reads the texts to search: timed apart), a later page;
 - a case page (median over 20 cases, each asked once: its attempts are read by offset);
+- the labelling queue's next item, once the viewer has one;
 - the runs page (its plots drawn the first time, then kept);
 Each figure of a first request comes from a process of its own. Then it writes the HTML
 report of a `--report-attempts` run and prints its size, its time and how many of the
 failing dev cases it holds whole.
-The targets (docs/view.md#large-runs, issue 18): the run page under 1 s, a case page under
-200 ms, the report of a 2,000-attempt run under 5 MB.
+The targets (docs/view.md#large-runs): the first run page of a fresh viewer under 1 s
+without a warm-up (it reads the index that the aggregate step saved), the queue's next item
+under 200 ms (NaN until the viewer has a queue), a case page under 100 ms, the report of a
+2,000-attempt run under 5 MB.
 
     python bench/view.py                          # 20,000 attempts over 5,000 cases (k = 4)
     python bench/view.py --cases 1000             # the same attempts at k = 20
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import re
 import resource
@@ -45,12 +50,17 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 RUN_ID = "bench"
+QUEUE = "/label"
+"""The labelling queue's next item: timed once the viewer has the page."""
 
 
 def make(folder: Path, *, units: int, cases: int, attempts: int, seed: int) -> None:
-    """A project with one graded run of `attempts` attempts over `cases` cases."""
-    from grade import _criteria, rescore
+    """A project with one graded run of `attempts` attempts over `cases` cases, rescored
+    as `soev-evals rescore --offline` does it (so with its saved index and HTML report)."""
+    from grade import _criteria
     from synthetic import write_project_with_run
+
+    from soev_pipeline.api import rescore
 
     folder.mkdir(parents=True)
     write_project_with_run(
@@ -62,7 +72,7 @@ def make(folder: Path, *, units: int, cases: int, attempts: int, seed: int) -> N
         criteria=_criteria(),
         run_id=RUN_ID,
     )
-    rescore(folder)
+    rescore(folder / "project.yaml", RUN_ID, offline=True, runs_dir=folder / "runs")
 
 
 def _rss_mb() -> float:
@@ -96,21 +106,24 @@ def _client(folder: Path) -> tuple[Any, httpx.AsyncClient]:
 
 def first(folder: Path) -> dict[str, Any]:
     """The first run page of a fresh viewer, as `soev-evals view` serves it (after its
-    warm-up), and without the warm-up; the index alone and its memory."""
+    warm-up); the index built from the files and its memory, and the saved index loaded."""
     from soev_pipeline.run import RunArchive
     from soev_pipeline.run.archive import VERDICTS
     from soev_pipeline.view import warm_up
     from soev_pipeline.view.index import RunIndex
 
     archive = RunArchive(folder / "runs", RUN_ID)
-    verdicts = archive.scorings()[-1] / VERDICTS
+    scoring = archive.scorings()[-1]
     before = _rss_mb()
     began = time.perf_counter()
-    RunIndex.build(verdicts, archive.evidence_path)
+    RunIndex.build(scoring / VERDICTS, archive.evidence_path)
     figures = {
-        "index (s)": time.perf_counter() - began,
+        "index built (s)": time.perf_counter() - began,
         "index memory (MB)": _rss_mb() - before,
     }
+    began = time.perf_counter()
+    saved = RunIndex.load(scoring, archive.evidence_path)
+    figures["index saved, loaded (s)"] = time.perf_counter() - began if saved else math.nan
     app, client = _client(folder)
     began = time.perf_counter()
     warm_up(app)
@@ -121,8 +134,25 @@ def first(folder: Path) -> dict[str, Any]:
 
 
 def cold(folder: Path) -> dict[str, Any]:
-    _, client = _client(folder)
-    return {"run page, first, no warm-up (s)": _timed(client, f"/runs/{RUN_ID}")}
+    """A fresh viewer without a warm-up: its first run page, then its first case page."""
+    app, client = _client(folder)
+    figures = {"run page, first, no warm-up (s)": _timed(client, f"/runs/{RUN_ID}")}
+    index = app.state.viewer.store.index(_archive(folder))
+    case_id = sorted(index.cases)[0]
+    figures["case page, first, no warm-up (s)"] = _timed(client, f"/runs/{RUN_ID}/cases/{case_id}")
+    return figures
+
+
+def _archive(folder: Path) -> Any:
+    from soev_pipeline.run import RunArchive
+
+    return RunArchive(folder / "runs", RUN_ID)
+
+
+def _queue(client: httpx.AsyncClient) -> float:
+    """The labelling queue's next item (`QUEUE`); NaN while the viewer has no queue."""
+    probe = asyncio.get_event_loop().run_until_complete(client.get(QUEUE))
+    return math.nan if probe.status_code == 404 else _timed(client, QUEUE)
 
 
 def measure(folder: Path, repeat: int) -> dict[str, Any]:
@@ -149,6 +179,7 @@ def measure(folder: Path, repeat: int) -> dict[str, Any]:
     figures["case page (s)"] = statistics.median(
         _timed(client, f"{run}/cases/{case_id}") for case_id in chosen
     )
+    figures["queue, next item (s)"] = statistics.median(_queue(client) for _ in range(repeat))
     figures["runs page, first (s)"] = _timed(client, "/")
     figures["runs page (s)"] = statistics.median(_timed(client, "/") for _ in range(repeat))
     figures["dev cases"] = len(index.cases)

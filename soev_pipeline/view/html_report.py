@@ -18,13 +18,14 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
-from soev_pipeline.run.archive import RunArchive, naming
+from soev_pipeline.run.archive import REPORT, VERDICTS, RunArchive, naming
 
 from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
-from .pages import Filters, case_row, run_page, when
+from .index import INDEX, RunIndex
+from .pages import Filters, case_row, run_forest, run_page, when
 from .render import FileLinks, file_csp, render, stylesheet
-from .store import NotFound, RunStore
+from .store import NotFound, RunStore, report_of
 
 HTML_REPORT = "report.html"
 """The name of the HTML report that every run's aggregate step writes beside report.json."""
@@ -158,3 +159,25 @@ def write_html_report(
             option="--html",
             owned=owned,
         )
+
+
+def write_scoring_pages(
+    loaded: LoadedProject, archive: RunArchive, scoring: Path
+) -> tuple[str, ...]:
+    """Write what a viewer reads of a new scoring besides its report: the saved index of
+    its dev cases with the run page's plot (`index.RunIndex.save`), and then its HTML
+    report, drawn from that index. Return their names, for `RunArchive.commit`.
+
+    This is what the aggregate step of every run and rescore calls (`api.execute`), after
+    `report.json`: so a viewer's first page of a large run reads neither its verdicts nor
+    its evidence, and the report and the viewer share one index.
+
+    Raises:
+        ProjectError: the scoring's verdicts or report do not read.
+        OSError: a file cannot be written.
+    """
+    index = RunIndex.build(scoring / VERDICTS, archive.evidence_path, refresh=archive.evidence_file)
+    index.forest = run_forest(report_of(scoring / REPORT))
+    index.save(scoring)
+    write_html_report(loaded, archive, scoring / HTML_REPORT)
+    return (INDEX, HTML_REPORT)

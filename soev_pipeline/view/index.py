@@ -9,14 +9,23 @@ and details (a quarter of the time of `json.loads` on the 20,000-attempt run of
 bench/view.py), and as any JSON when they have another. The text to search (questions,
 replies, cited ids) is read on the first search. Test cases are skipped while reading: the
 index holds nothing of them.
+
+The aggregate step saves the index beside the report (`index.json`, with the run page's
+plot), so that a viewer opens a large run without reading its verdicts or its evidence
+(`RunIndex.open`). The saved index is derived data: it is used only while it matches the
+scoring's report and verdicts and this code's format, and is built again otherwise. Its
+evidence offsets are checked as they are used: the evidence may have grown since (a
+resume), and a line found at an offset that is not the attempt's sends the index back to
+the evidence once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +34,23 @@ from pydantic import ValidationError
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Evidence
+from soev_pipeline.run.archive import REPORT, VERDICTS
 from soev_pipeline.run.results import GradedAttempt
+from soev_pipeline.run.store.files import write_text_atomically
+
+from .plots import Plot
 
 SEARCH_CHARS = 4000
 """How much of each question and reply the search sees."""
 
 STATUS_FILTERS: tuple[str, ...] = ("failed", "passed", "fail", "error", "not_applicable", "pass")
+INDEX = "index.json"
+"""The saved index of a scoring, beside its report."""
+INDEX_FORMAT = 1
+"""The layout of `index.json`; one of another format is built again. Raise it when the
+saved fields or the run page's plot change."""
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+"""A saved index larger than this is passed over (a run's index takes ~60 bytes an attempt)."""
 
 
 @dataclass(slots=True)
@@ -168,57 +188,181 @@ class RunIndex:
     """The dev cases of one scoring of a run, by id, in the order of the verdicts.
 
     The search text of the cases is read on the first search (or by `make_searchable`),
-    not with the rest: a plain page of cases needs none of it.
+    not with the rest: a plain page of cases needs none of it. The evidence is read when
+    an attempt's evidence is first asked for, after `refresh` has brought it up to date
+    (an object store downloads it then).
     """
 
     verdicts_path: Path
     evidence_path: Path
     cases: dict[str, CaseEntry]
+    evidence_bytes: int = 0
+    """How much of the evidence file the offsets cover: up to the end of its last whole line."""
+    forest: Plot | None = None
+    """The run page's plot of the scoring's report, when the saved index holds it."""
+    refresh: Callable[[], object] | None = None
+    """Brings `evidence_path` up to date with the archive before it is read."""
     searchable: bool = False
     """Whether the text to search has been read (`make_searchable`)."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def build(
-        cls, verdicts_path: Path, evidence_path: Path, hidden: frozenset[str] = frozenset()
+        cls,
+        verdicts_path: Path,
+        evidence_path: Path,
+        hidden: frozenset[str] = frozenset(),
+        refresh: Callable[[], object] | None = None,
     ) -> RunIndex:
         """Read both files once; the dev cases of `hidden` (test cases now) are left out.
 
         Raises:
             ProjectError: a line of the verdicts is not a graded attempt.
         """
-        cases: dict[str, CaseEntry] = {}
-        for offset, number, line in _lines(verdicts_path):
+        index = cls(verdicts_path, evidence_path, _read_verdicts(verdicts_path, hidden))
+        index.refresh = refresh
+        index.current_evidence()
+        return index
+
+    @classmethod
+    def open(
+        cls,
+        scoring: Path,
+        evidence_path: Path,
+        hidden: frozenset[str] = frozenset(),
+        refresh: Callable[[], object] | None = None,
+    ) -> RunIndex:
+        """The index of a scoring folder: its saved `index.json` when that still fits the
+        scoring (`load`), else built from its verdicts and the evidence.
+
+        Raises:
+            ProjectError: a line of the verdicts is not a graded attempt.
+        """
+        saved = cls.load(scoring, evidence_path, hidden)
+        if saved is not None:
+            saved.refresh = refresh
+            return saved
+        if refresh is not None:
+            refresh()
+        return cls.build(scoring / VERDICTS, evidence_path, hidden, refresh)
+
+    def save(self, scoring: Path) -> None:
+        """Write the index as `index.json` of its scoring folder, tied to the scoring's
+        report and verdicts as they are now (`load` checks both)."""
+        pairs: dict[tuple[str, str], int] = {}
+        kinds: dict[str, int] = {}
+        cases = [
+            [
+                e.case_id,
+                e.suite,
+                e.attempts,
+                e.passed,
+                e.score_sum,
+                e.scored,
+                sorted(pairs.setdefault(pair, len(pairs)) for pair in e.statuses),
+                [[kinds.setdefault(kind, len(kinds)), count] for kind, count in e.failing.items()],
+                [value for item in e.verdict_at.items() for value in item],
+                [value for item in e.evidence_at.items() for value in item],
+            ]
+            for e in self.cases.values()
+        ]
+        forest = (
+            None if self.forest is None else [self.forest.title, self.forest.uri, self.forest.alt]
+        )
+        saved = {
+            "soev_index": INDEX_FORMAT,
+            "report_sha256": _sha256(scoring / REPORT),
+            "verdicts_bytes": (scoring / VERDICTS).stat().st_size,
+            "evidence_bytes": self.evidence_bytes,
+            "forest": forest,
+            "statuses": list(pairs),
+            "kinds": list(kinds),
+            "cases": cases,
+        }
+        write_text_atomically(scoring / INDEX, json.dumps(saved, separators=(",", ":")))
+
+    @classmethod
+    def load(
+        cls, scoring: Path, evidence_path: Path, hidden: frozenset[str] = frozenset()
+    ) -> RunIndex | None:
+        """The saved index of a scoring folder; None when there is none, or it does not
+        read, or is of another format, or no longer matches the scoring's report and
+        verdicts: then it is built again, never trusted."""
+        path, verdicts = scoring / INDEX, scoring / VERDICTS
+        try:
+            info = path.stat()
+            if not path.is_file() or info.st_size > MAX_INDEX_BYTES:
+                return None
+            saved = json.loads(path.read_bytes())
+            if (
+                saved["soev_index"] != INDEX_FORMAT
+                or saved["verdicts_bytes"] != verdicts.stat().st_size
+                or saved["report_sha256"] != _sha256(scoring / REPORT)
+            ):
+                return None
+            pairs = [(str(kind), str(status)) for kind, status in saved["statuses"]]
+            kinds = [str(kind) for kind in saved["kinds"]]
+            cases: dict[str, CaseEntry] = {}
+            for row in saved["cases"]:
+                case_id, suite, attempts, passed, score_sum, scored = row[:6]
+                if case_id in hidden:
+                    continue
+                verdict_at, evidence_at = row[8], row[9]
+                cases[str(case_id)] = CaseEntry(
+                    str(case_id),
+                    str(suite),
+                    int(attempts),
+                    int(passed),
+                    float(score_sum),
+                    int(scored),
+                    {pairs[number] for number in row[6]},
+                    {kinds[kind]: int(count) for kind, count in row[7]},
+                    _numbers(verdict_at),
+                    _numbers(evidence_at),
+                )
+            forest = saved["forest"]
+            return cls(
+                verdicts,
+                evidence_path,
+                cases,
+                evidence_bytes=int(saved["evidence_bytes"]),
+                forest=None if forest is None else Plot(*(str(part) for part in forest)),
+            )
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def current_evidence(self) -> None:
+        """Bring the evidence offsets up to date with the archive: the lines appended since
+        they were read (a resume) are read; from the start when the file shrank."""
+        with self._lock:
+            if self.refresh is not None:
+                self.refresh()
             try:
-                graded = _graded(line)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                raise ProjectError(
-                    f"{verdicts_path}: line {number}: not a graded attempt"
-                ) from None
-            if graded.split != "dev" or graded.case_id in hidden:
+                size = self.evidence_path.stat().st_size
+            except OSError:
+                size = 0
+            if size < self.evidence_bytes:
+                self._reread_evidence()
+            elif size > self.evidence_bytes:
+                self._read_evidence(self.evidence_bytes)
+
+    def _reread_evidence(self) -> None:
+        for entry in self.cases.values():
+            entry.evidence_at.clear()
+        self._read_evidence(0)
+
+    def _read_evidence(self, start: int) -> None:
+        """Take the offsets of the evidence lines from byte `start` on."""
+        end = start
+        for offset, _, line in _lines(self.evidence_path, start):
+            if not line.endswith(b"\n"):
+                break  # cut short: read again once it is whole
+            end = offset + len(line)
+            key = _evidence_key(line)
+            if key is None or key[1] != "dev" or key[0] not in self.cases:
                 continue
-            entry = cases.get(graded.case_id)
-            if entry is None:
-                entry = cases[graded.case_id] = CaseEntry(graded.case_id, graded.suite)
-            if graded.attempt in entry.verdict_at:
-                continue
-            entry.verdict_at[graded.attempt] = offset
-            entry.attempts += 1
-            entry.passed += graded.passed
-            if graded.score is not None:
-                entry.score_sum += graded.score
-                entry.scored += 1
-            for kind, status in graded.verdicts:
-                entry.statuses.add((kind, status))
-                if status in ("fail", "error"):
-                    entry.failing[kind] = entry.failing.get(kind, 0) + 1
-        for offset, _, line in _lines(evidence_path):
-            key = _evidence_key(line) if line.endswith(b"\n") else None  # not one cut short
-            if key is None or key[1] != "dev" or key[0] not in cases:
-                continue
-            entry = cases[key[0]]
-            entry.evidence_at[key[2]] = offset  # the last line of an attempt counts
-        return cls(verdicts_path, evidence_path, cases)
+            self.cases[key[0]].evidence_at[key[2]] = offset  # the last line of an attempt counts
+        self.evidence_bytes = max(end, start)
 
     def select(
         self,
@@ -246,6 +390,7 @@ class RunIndex:
         with self._lock:
             if self.searchable:
                 return
+            self.current_evidence()
             owners = {
                 offset: entry
                 for entry in self.cases.values()
@@ -265,6 +410,22 @@ class RunIndex:
         entry = self.cases.get(case_id)
         if entry is None:
             return []
+        wanted = [(case_id, n) for n in sorted(entry.verdict_at)]
+        try:
+            found = self._graded(entry)
+        except ProjectError:
+            found = []
+        if [(g.case_id, g.attempt) for g in found] != wanted:
+            with self._lock:  # the offsets are not of this file: read them again
+                fresh = _read_verdicts(self.verdicts_path, frozenset())
+                for other in self.cases.values():
+                    other.verdict_at = (
+                        fresh[other.case_id].verdict_at if other.case_id in fresh else {}
+                    )
+            found = self._graded(entry)
+        return found
+
+    def _graded(self, entry: CaseEntry) -> list[GradedAttempt]:
         offsets = [entry.verdict_at[n] for n in sorted(entry.verdict_at)]
         try:
             return [
@@ -273,7 +434,7 @@ class RunIndex:
             ]
         except ValidationError:
             raise ProjectError(
-                f"{self.verdicts_path}: a line of case {case_id!r} is not a graded attempt"
+                f"{self.verdicts_path}: a line of case {entry.case_id!r} is not a graded attempt"
             ) from None
 
     def evidence(self, case_id: str) -> dict[int, Evidence]:
@@ -281,15 +442,68 @@ class RunIndex:
         entry = self.cases.get(case_id)
         if entry is None:
             return {}
-        numbers = sorted(entry.evidence_at)
-        lines = _read_at(self.evidence_path, [entry.evidence_at[n] for n in numbers])
+        self.current_evidence()
+        lines = self._evidence_lines(entry)
+        if any(_evidence_key(line) != (case_id, "dev", n) for n, line in lines.items()):
+            with self._lock:
+                self._reread_evidence()  # the offsets are not of this file: an older index
+            lines = self._evidence_lines(entry)
         found = {}
-        for number, line in zip(numbers, lines, strict=True):
+        for number, line in lines.items():
             try:
                 found[number] = Evidence.model_validate_json(line)
             except ValidationError:
                 continue  # damaged: the page shows the attempt without its evidence
         return found
+
+    def _evidence_lines(self, entry: CaseEntry) -> dict[int, bytes]:
+        with self._lock:
+            numbers = sorted(entry.evidence_at)
+            offsets = [entry.evidence_at[n] for n in numbers]
+        if not offsets:
+            return {}
+        return dict(zip(numbers, _read_at(self.evidence_path, offsets), strict=True))
+
+
+def _read_verdicts(verdicts_path: Path, hidden: frozenset[str]) -> dict[str, CaseEntry]:
+    """The dev cases of a verdicts file, but those of `hidden`, with their figures.
+
+    Raises:
+        ProjectError: a line is not a graded attempt.
+    """
+    cases: dict[str, CaseEntry] = {}
+    for offset, number, line in _lines(verdicts_path):
+        try:
+            graded = _graded(line)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ProjectError(f"{verdicts_path}: line {number}: not a graded attempt") from None
+        if graded.split != "dev" or graded.case_id in hidden:
+            continue
+        entry = cases.get(graded.case_id)
+        if entry is None:
+            entry = cases[graded.case_id] = CaseEntry(graded.case_id, graded.suite)
+        if graded.attempt in entry.verdict_at:
+            continue
+        entry.verdict_at[graded.attempt] = offset
+        entry.attempts += 1
+        entry.passed += graded.passed
+        if graded.score is not None:
+            entry.score_sum += graded.score
+            entry.scored += 1
+        for kind, status in graded.verdicts:
+            entry.statuses.add((kind, status))
+            if status in ("fail", "error"):
+                entry.failing[kind] = entry.failing.get(kind, 0) + 1
+    return cases
+
+
+def _numbers(flat: list[Any]) -> dict[int, int]:
+    """{attempt: offset} of a saved index's flat list [attempt, offset, attempt, ...]."""
+    return dict(zip(map(int, flat[::2]), map(int, flat[1::2]), strict=True))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _evidence_texts(raw: Any) -> list[str]:
@@ -305,12 +519,14 @@ def _evidence_texts(raw: Any) -> list[str]:
     return [_fold(text) for text in texts if isinstance(text, str)]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(byte offset, line number, line) of each non-blank line of `path`, if it exists."""
+def _lines(path: Path, start: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """(byte offset, line number, line) of each non-blank line of `path` from byte `start`
+    on (numbered from there), if it exists."""
     if not path.exists():
         return
     with path.open("rb") as lines:
-        offset = 0
+        lines.seek(start)
+        offset = start
         for number, line in enumerate(lines, start=1):
             start, offset = offset, offset + len(line)
             if line.strip():

@@ -246,7 +246,8 @@ def criteria_table(report: Report) -> Table:
     return build_table(rows, STATUS_COLUMNS)
 
 
-def _forest(report: Report) -> Plot:
+def run_forest(report: Report) -> Plot:
+    """The run page's plot: the pass rate of the run, each split and each suite."""
     rows = [("overall", _point(report.overall))]
     rows += [(f"split {name}", _point(group)) for name, group in report.splits.items()]
     rows += [(f"suite {name}", _point(group)) for name, group in report.suites.items()]
@@ -333,10 +334,11 @@ def run_page(store: RunStore, run_id: str, filters: Filters, *, plot: bool = Tru
         offline=report.scoring.offline if report else False,
         groups=group_table(report) if report else None,
         forest=(
-            store.memo(
+            (index.forest if index is not None else None)
+            or store.memo(
                 ("forest", archive.path),
                 (report.scoring.scoring, report.scoring.created_at),
-                lambda: _forest(report),
+                lambda: run_forest(report),
             )
             if report and plot
             else None

@@ -30,7 +30,7 @@ from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
 
-from .index import RunIndex
+from .index import INDEX, RunIndex
 
 T = TypeVar("T")
 INDEXES_KEPT = 4
@@ -192,16 +192,22 @@ class RunStore:
         return self._reports.get(("report", path), _signature(path), lambda: report_of(path))
 
     def index(self, archive: RunArchive) -> RunIndex | None:
-        """The index of the run's latest scoring that has a report; None without one."""
+        """The index of the run's latest scoring that has a report; None without one.
+
+        The scoring's saved index is taken while it fits (`RunIndex.open`): the run's
+        evidence is then read (downloaded, from an object store) only when a page shows an
+        attempt or searches.
+        """
         report = archive.latest_report_path()
         if report is None:
             return None
-        verdicts = report.parent / VERDICTS
-        evidence = archive.evidence_file()
+        scoring = report.parent
         return self._indexes.get(
             ("index", archive.path),
-            _signature(verdicts, evidence),
-            lambda: RunIndex.build(verdicts, evidence, hidden=self.test_ids),
+            _signature(report, scoring / VERDICTS, scoring / INDEX),
+            lambda: RunIndex.open(
+                scoring, archive.evidence_path, hidden=self.test_ids, refresh=archive.evidence_file
+            ),
         )
 
     def baseline(self, manifest: Manifest, wanted: str) -> RunArchive | None:

@@ -19,6 +19,7 @@ from soev_pipeline.view import RunStore
 from soev_pipeline.view.attempts import verdict_rows
 from soev_pipeline.view.case_pages import case_page, compare_page, unit_page, verdict_changes
 from soev_pipeline.view.pages import PAGE_SIZE, Filters, run_page, runs_page
+from soev_pipeline.view.plots import Plot
 from soev_pipeline.view.render import ServerLinks, render
 from soev_pipeline.view.store import NotFound
 from soev_pipeline.view.tables import GROUP_COLUMNS, build_table
@@ -247,3 +248,20 @@ def test_a_kind_of_the_project_offers_its_own_labels() -> None:
     assert row.cells[0] is not None and row.cells[0].choices == ("vriendelijk", "bot")
     (unknown,) = verdict_rows([graded], case, {0: True})  # the built-in kinds alone
     assert unknown.cells[0] is not None and unknown.cells[0].choices == ()
+
+
+def test_the_run_page_takes_its_plot_from_the_saved_index(store: RunStore) -> None:
+    """The aggregate step drew the plot into index.json: a fresh viewer does not draw it
+    again (docs/view.md#large-runs); without a saved plot the page draws its own."""
+    archive, _ = store.archive("b1")
+    index = store.index(archive)
+    assert index is not None and index.forest is not None
+    drawn = run_page(store, "b1", Filters()).forest
+    assert drawn == index.forest
+    index.forest = Plot("Saved", "data:image/svg+xml;base64,AAAA", "the saved plot")
+    assert run_page(store, "b1", Filters()).forest == index.forest
+    index.forest = None
+    again = run_page(store, "b1", Filters()).forest
+    assert again is not None and drawn is not None
+    assert (again.title, again.alt) == (drawn.title, drawn.alt)
+    assert again.uri.startswith("data:image/svg+xml;base64,") and again.uri != "AAAA"

@@ -58,6 +58,7 @@ VERDICTS = "verdicts.jsonl"
 SCORING = "scoring.json"
 REPORT = "report.json"
 HTML = "report.html"
+INDEX = "index.json"
 COMPACTION_HEADER = "soev_compaction"
 LISTING_TTL_S = 1.0
 """How long one process reuses a run's listing before asking the store again (a viewer's
@@ -366,7 +367,7 @@ class ObjectStore:
 
     def refresh_scorings(self, run_id: str) -> None:
         """Download the scorings' files this process has not: all small ones, and the
-        verdicts and HTML of the latest graded and the latest reported scoring."""
+        verdicts, HTML and index of the latest graded and the latest reported scoring."""
         files: dict[str, set[str]] = {}
         for name in self._listing(run_id):
             parts = name.split("/")
@@ -379,7 +380,7 @@ class ObjectStore:
             folder = self.run_dir(run_id) / SCORINGS / number
             folder.mkdir(parents=True, exist_ok=True)
             for name in sorted(names - {CLAIM}):
-                if name in (VERDICTS, HTML) and number not in whole:
+                if name in (VERDICTS, HTML, INDEX) and number not in whole:
                     continue
                 if not (folder / name).exists():
                     self._download(run_id, f"{SCORINGS}/{number}/{name}", folder / name)
