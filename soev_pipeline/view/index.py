@@ -202,6 +202,12 @@ class RunIndex:
     """The run page's plot of the scoring's report, when the saved index holds it."""
     refresh: Callable[[], object] | None = None
     """Brings `evidence_path` up to date with the archive before it is read."""
+    fetch: Callable[[], object] | None = None
+    """Brings `verdicts_path` from the archive (an object store) before it is first read."""
+    verdicts_bytes: int | None = None
+    """The size of the verdicts a saved index was made from, while it is not yet checked
+    (the verdicts were not here when it was loaded)."""
+    hidden: frozenset[str] = frozenset()
     searchable: bool = False
     """Whether the text to search has been read (`make_searchable`)."""
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -220,7 +226,7 @@ class RunIndex:
             ProjectError: a line of the verdicts is not a graded attempt.
         """
         index = cls(verdicts_path, evidence_path, _read_verdicts(verdicts_path, hidden))
-        index.refresh = refresh
+        index.refresh, index.hidden = refresh, hidden
         index.current_evidence()
         return index
 
@@ -231,19 +237,22 @@ class RunIndex:
         evidence_path: Path,
         hidden: frozenset[str] = frozenset(),
         refresh: Callable[[], object] | None = None,
+        fetch: Callable[[], object] | None = None,
     ) -> RunIndex:
         """The index of a scoring folder: its saved `index.json` when that still fits the
-        scoring (`load`), else built from its verdicts and the evidence.
+        scoring (`load`), else built from its verdicts and the evidence. `refresh` brings
+        the evidence up to date and `fetch` the verdicts, when they are first needed.
 
         Raises:
             ProjectError: a line of the verdicts is not a graded attempt.
         """
         saved = cls.load(scoring, evidence_path, hidden)
         if saved is not None:
-            saved.refresh = refresh
+            saved.refresh, saved.fetch = refresh, fetch
             return saved
-        if refresh is not None:
-            refresh()
+        for bring in (fetch, refresh):
+            if bring is not None:
+                bring()
         return cls.build(scoring / VERDICTS, evidence_path, hidden, refresh)
 
     def save(self, scoring: Path) -> None:
@@ -287,7 +296,8 @@ class RunIndex:
     ) -> RunIndex | None:
         """The saved index of a scoring folder; None when there is none, or it does not
         read, or is of another format, or no longer matches the scoring's report and
-        verdicts: then it is built again, never trusted."""
+        verdicts: then it is built again, never trusted. Verdicts not here yet (an object
+        store's) are checked when they are first read (`graded`)."""
         path, verdicts = scoring / INDEX, scoring / VERDICTS
         try:
             info = path.stat()
@@ -296,7 +306,7 @@ class RunIndex:
             saved = json.loads(path.read_bytes())
             if (
                 saved["soev_index"] != INDEX_FORMAT
-                or saved["verdicts_bytes"] != verdicts.stat().st_size
+                or (verdicts.exists() and saved["verdicts_bytes"] != verdicts.stat().st_size)
                 or saved["report_sha256"] != _sha256(scoring / REPORT)
             ):
                 return None
@@ -327,9 +337,30 @@ class RunIndex:
                 cases,
                 evidence_bytes=int(saved["evidence_bytes"]),
                 forest=None if forest is None else Plot(*(str(part) for part in forest)),
+                verdicts_bytes=None if verdicts.exists() else int(saved["verdicts_bytes"]),
+                hidden=hidden,
             )
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
+
+    def current_verdicts(self) -> None:
+        """Bring the verdicts here (`fetch`) and check them against the saved index they
+        were not here to check when it was loaded: verdicts of another size are read again
+        whole, with the evidence."""
+        with self._lock:
+            if self.fetch is not None:
+                self.fetch()
+                self.fetch = None
+            if self.verdicts_bytes is None:
+                return
+            try:
+                size: int | None = self.verdicts_path.stat().st_size
+            except OSError:
+                size = None
+            if size != self.verdicts_bytes:
+                self.cases = _read_verdicts(self.verdicts_path, self.hidden)
+                self._reread_evidence()
+            self.verdicts_bytes = None
 
     def current_evidence(self) -> None:
         """Bring the evidence offsets up to date with the archive: the lines appended since
@@ -407,6 +438,7 @@ class RunIndex:
 
     def graded(self, case_id: str) -> list[GradedAttempt]:
         """The graded attempts of a dev case, by attempt number (empty for any other id)."""
+        self.current_verdicts()
         entry = self.cases.get(case_id)
         if entry is None:
             return []

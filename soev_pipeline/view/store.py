@@ -25,7 +25,7 @@ from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.probes import SavedProbing, read_probing
 from soev_pipeline.project import LoadedProject, ProjectPaths, probes_file
 from soev_pipeline.project.paths import RunsDir
-from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
+from soev_pipeline.run.archive import SCORINGS, VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
@@ -186,7 +186,7 @@ class RunStore:
 
     def report(self, archive: RunArchive) -> Report | None:
         """The latest report of a run, without its case list; None when it has none yet."""
-        path = archive.latest_report_path()
+        path = archive.latest_report_path(verdicts=False)
         if path is None:
             return None
         return self._reports.get(("report", path), _signature(path), lambda: report_of(path))
@@ -195,18 +195,24 @@ class RunStore:
         """The index of the run's latest scoring that has a report; None without one.
 
         The scoring's saved index is taken while it fits (`RunIndex.open`): the run's
-        evidence is then read (downloaded, from an object store) only when a page shows an
-        attempt or searches.
+        verdicts and evidence are then read (downloaded, from an object store) only when a
+        page shows an attempt or searches. Verdicts are never rewritten (an object store's
+        are created only once), so the index is kept while the report and the saved index
+        are; the index itself checks the verdicts when it first reads them.
         """
-        report = archive.latest_report_path()
+        report = archive.latest_report_path(verdicts=False)
         if report is None:
             return None
         scoring = report.parent
         return self._indexes.get(
             ("index", archive.path),
-            _signature(report, scoring / VERDICTS, scoring / INDEX),
+            _signature(report, scoring / INDEX),
             lambda: RunIndex.open(
-                scoring, archive.evidence_path, hidden=self.test_ids, refresh=archive.evidence_file
+                scoring,
+                archive.evidence_path,
+                hidden=self.test_ids,
+                refresh=archive.evidence_file,
+                fetch=lambda: archive.fetch(f"{SCORINGS}/{scoring.name}/{VERDICTS}"),
             ),
         )
 

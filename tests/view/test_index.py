@@ -258,3 +258,30 @@ def test_verdict_offsets_of_other_lines_are_read_again(two_runs: TwoRuns, tmp_pa
         assert [(g.case_id, g.attempt) for g in opened.graded(case_id)] == [
             (case_id, n) for n in range(entry.attempts)
         ]
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_verdicts_still_in_the_archive_are_fetched_and_checked_when_first_read(
+    two_runs: TwoRuns, tmp_path: Path, grown: bool
+) -> None:
+    """An object store's viewer opens the saved index without the verdicts; a case page
+    brings them, and verdicts that do not fit the saved index are read whole."""
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    kept = (scoring / VERDICTS).read_text()
+    if grown:
+        raw = json.loads(kept.splitlines()[0]) | {"case_id": "kern-new", "passed": False}
+        kept += json.dumps(raw) + "\n"
+    (scoring / VERDICTS).unlink()
+    fetched: list[int] = []
+
+    def fetch() -> None:
+        fetched.append(1)
+        (scoring / VERDICTS).write_text(kept)
+
+    opened = RunIndex.open(scoring, evidence, fetch=fetch)
+    assert fetched == [] and "kern-new" not in opened.cases
+    assert [g.attempt for g in opened.graded("kern-002")] == [0, 1]
+    assert fetched == [1] and ("kern-new" in opened.cases) == grown
+    assert opened.evidence("kern-002")[1].attempt == 1
+    opened.graded("kern-001")
+    assert fetched == [1]

@@ -365,9 +365,11 @@ class ObjectStore:
 
     # Scorings
 
-    def refresh_scorings(self, run_id: str) -> None:
-        """Download the scorings' files this process has not: all small ones, and the
-        verdicts, HTML and index of the latest graded and the latest reported scoring."""
+    def refresh_scorings(self, run_id: str, *, verdicts: bool = True) -> None:
+        """Download the scorings' files this process has not, all at once: the small ones,
+        and the saved index and (with `verdicts`) the verdicts of the latest graded and the
+        latest reported scoring. Never the HTML report: no reader opens it from here (it is
+        written, then published, by the command that makes it)."""
         files: dict[str, set[str]] = {}
         for name in self._listing(run_id):
             parts = name.split("/")
@@ -376,14 +378,27 @@ class ObjectStore:
         graded = [number for number in sorted(files) if SCORING in files[number]]
         reported = [number for number in sorted(files) if REPORT in files[number]]
         whole = {*graded[-1:], *reported[-1:]}
+        wanted: list[tuple[str, Path]] = []
         for number, names in files.items():
             folder = self.run_dir(run_id) / SCORINGS / number
             folder.mkdir(parents=True, exist_ok=True)
-            for name in sorted(names - {CLAIM}):
-                if name in (VERDICTS, HTML, INDEX) and number not in whole:
+            for name in sorted(names - {CLAIM, HTML}):
+                if name in (VERDICTS, INDEX) and number not in whole:
+                    continue
+                if name == VERDICTS and not verdicts:
                     continue
                 if not (folder / name).exists():
-                    self._download(run_id, f"{SCORINGS}/{number}/{name}", folder / name)
+                    wanted.append((f"{SCORINGS}/{number}/{name}", folder / name))
+        if len(wanted) > 1:
+            with ThreadPoolExecutor(min(FETCHES, len(wanted))) as pool:
+                list(pool.map(lambda item: self._download(run_id, *item), wanted))
+        elif wanted:
+            self._download(run_id, *wanted[0])
+
+    def fetch(self, run_id: str, name: str) -> None:
+        path = self.run_dir(run_id) / name
+        if not path.exists():
+            self._download(run_id, name, path)
 
     def new_scoring(self, run_id: str) -> Path:
         names = self._listing(run_id, fresh=True)
