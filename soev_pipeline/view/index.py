@@ -50,7 +50,8 @@ INDEX_FORMAT = 1
 """The layout of `index.json`; one of another format is built again. Raise it when the
 saved fields or the run page's plot change."""
 MAX_INDEX_BYTES = 256 * 1024 * 1024
-"""A saved index larger than this is passed over (a run's index takes ~60 bytes an attempt)."""
+"""A saved index larger than this is passed over (an index takes about 50 bytes an
+attempt)."""
 
 
 @dataclass(slots=True)
@@ -249,6 +250,8 @@ class RunIndex:
         saved = cls.load(scoring, evidence_path, hidden)
         if saved is not None:
             saved.refresh, saved.fetch = refresh, fetch
+            if fetch is not None and saved.verdicts_bytes is not None:
+                saved.prefetch()
             return saved
         for bring in (fetch, refresh):
             if bring is not None:
@@ -342,6 +345,16 @@ class RunIndex:
             )
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
+
+    def prefetch(self) -> None:
+        """Bring the verdicts (`fetch`) and the evidence (`refresh`) from the archive in two
+        threads, while the first page is read: a case page after it then finds them here.
+        Each is fetched again, at no cost, when it is first read."""
+        for bring in (self.fetch, self.refresh):
+            if bring is not None:
+                threading.Thread(
+                    target=_quietly, args=(bring,), name="soev-view-prefetch", daemon=True
+                ).start()
 
     def current_verdicts(self) -> None:
         """Bring the verdicts here (`fetch`) and check them against the saved index they
@@ -527,6 +540,14 @@ def _read_verdicts(verdicts_path: Path, hidden: frozenset[str]) -> dict[str, Cas
             if status in ("fail", "error"):
                 entry.failing[kind] = entry.failing.get(kind, 0) + 1
     return cases
+
+
+def _quietly(bring: Callable[[], object]) -> None:
+    """Run `bring` in a prefetch thread: what fails is fetched, and reported, when read."""
+    try:
+        bring()
+    except (ProjectError, OSError):
+        return  # the page that reads it fetches it again and names the failure
 
 
 def _numbers(flat: list[Any]) -> dict[int, int]:
