@@ -111,6 +111,7 @@ def first(folder: Path) -> dict[str, Any]:
     from soev_pipeline.run.archive import VERDICTS
     from soev_pipeline.view import warm_up
     from soev_pipeline.view.index import RunIndex
+    from soev_pipeline.view.saved_index import load_index
 
     archive = RunArchive(folder / "runs", RUN_ID)
     scoring = archive.scorings()[-1]
@@ -122,7 +123,7 @@ def first(folder: Path) -> dict[str, Any]:
         "index memory (MB)": _rss_mb() - before,
     }
     began = time.perf_counter()
-    saved = RunIndex.load(scoring, archive.evidence_path)
+    saved = load_index(scoring, archive.evidence_path)
     figures["index saved, loaded (s)"] = time.perf_counter() - began if saved else math.nan
     app, client = _client(folder)
     began = time.perf_counter()

@@ -22,9 +22,10 @@ from soev_pipeline.run.archive import REPORT, VERDICTS, RunArchive, naming
 
 from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
-from .index import INDEX, RunIndex
+from .index import RunIndex
 from .pages import Filters, case_row, run_forest, run_page, when
 from .render import FileLinks, file_csp, render, stylesheet
+from .saved_index import INDEX, save_index
 from .store import NotFound, RunStore, report_of
 
 HTML_REPORT = "report.html"
@@ -165,7 +166,7 @@ def write_scoring_pages(
     loaded: LoadedProject, archive: RunArchive, scoring: Path
 ) -> tuple[str, ...]:
     """Write what a viewer reads of a new scoring besides its report: the saved index of
-    its dev cases with the run page's plot (`index.RunIndex.save`), and then its HTML
+    its dev cases with the run page's plot (`saved_index.save_index`), and then its HTML
     report, drawn from that index. Return their names, for `RunArchive.commit`.
 
     This is what the aggregate step of every run and rescore calls (`api.execute`), after
@@ -178,6 +179,6 @@ def write_scoring_pages(
     """
     index = RunIndex.build(scoring / VERDICTS, archive.evidence_path, refresh=archive.evidence_file)
     index.forest = run_forest(report_of(scoring / REPORT))
-    index.save(scoring)
+    save_index(index, scoring)
     write_html_report(loaded, archive, scoring / HTML_REPORT)
     return (INDEX, HTML_REPORT)

@@ -30,7 +30,8 @@ from soev_pipeline.run.compare import compare_runs, previous_run
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
 
-from .index import INDEX, RunIndex
+from .index import RunIndex
+from .saved_index import INDEX, open_index
 
 T = TypeVar("T")
 INDEXES_KEPT = 4
@@ -194,7 +195,7 @@ class RunStore:
     def index(self, archive: RunArchive) -> RunIndex | None:
         """The index of the run's latest scoring that has a report; None without one.
 
-        The scoring's saved index is taken while it fits (`RunIndex.open`): the run's
+        The scoring's saved index is taken while it fits (`saved_index.open_index`): the run's
         verdicts and evidence are then read (downloaded, from an object store) only when a
         page shows an attempt or searches. Verdicts are never rewritten (an object store's
         are created only once), so the index is kept while the report and the saved index
@@ -207,7 +208,7 @@ class RunStore:
         return self._indexes.get(
             ("index", archive.path),
             _signature(report, scoring / INDEX),
-            lambda: RunIndex.open(
+            lambda: open_index(
                 scoring,
                 archive.evidence_path,
                 hidden=self.test_ids,

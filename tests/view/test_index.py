@@ -11,7 +11,8 @@ import pytest
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run.archive import VERDICTS
-from soev_pipeline.view.index import INDEX, RunIndex
+from soev_pipeline.view.index import RunIndex
+from soev_pipeline.view.saved_index import INDEX, load_index, open_index
 from tests.support.project import SECRET
 from tests.view.conftest import TwoRuns
 
@@ -174,12 +175,12 @@ def test_the_saved_index_opens_as_built_without_reading_the_evidence(
 ) -> None:
     scoring, evidence = _scoring(two_runs, tmp_path)
     refreshed: list[int] = []
-    opened = RunIndex.open(scoring, evidence, refresh=lambda: refreshed.append(1))
+    opened = open_index(scoring, evidence, refresh=lambda: refreshed.append(1))
     assert refreshed == [] and opened.forest is not None and opened.forest.uri.startswith("data:")
     _same(RunIndex.build(scoring / VERDICTS, evidence), opened)
     assert opened.evidence("priv-001")[0].reply is not None
     assert refreshed == [1]  # brought up to date when an attempt is first shown
-    hidden = RunIndex.open(scoring, evidence, frozenset({"kern-001"}))
+    hidden = open_index(scoring, evidence, frozenset({"kern-001"}))
     assert "kern-001" not in hidden.cases and "kern-002" in hidden.cases
 
 
@@ -207,8 +208,8 @@ def test_a_saved_index_that_does_not_fit_is_built_again(
     else:
         del saved["cases"][0][9]
         (scoring / INDEX).write_text(json.dumps(saved))
-    assert RunIndex.load(scoring, evidence) is None
-    opened = RunIndex.open(scoring, evidence)
+    assert load_index(scoring, evidence) is None
+    opened = open_index(scoring, evidence)
     assert opened.forest is None  # built from the files: the page draws its plot
     _same(RunIndex.build(scoring / VERDICTS, evidence), opened)
     assert ("kern-new" in opened.cases) == (change == "verdicts grew")
@@ -220,7 +221,7 @@ def test_evidence_appended_after_the_index_was_saved_is_read(
     """A resume appends lines after the scoring: the last line of an attempt counts, as
     when the index is built from the files."""
     scoring, evidence = _scoring(two_runs, tmp_path)
-    opened = RunIndex.open(scoring, evidence)
+    opened = open_index(scoring, evidence)
     again = opened.evidence("kern-002")[0].model_copy(update={"reply": "Opnieuw gevraagd."})
     with evidence.open("a") as out:
         out.write(again.model_dump_json() + "\n")
@@ -238,7 +239,7 @@ def test_offsets_that_do_not_point_at_the_attempt_are_read_again(
     scoring, evidence = _scoring(two_runs, tmp_path)
     lines = evidence.read_bytes().splitlines(keepends=True)
     evidence.write_bytes(b"".join(reversed(lines)))
-    opened = RunIndex.open(scoring, evidence)
+    opened = open_index(scoring, evidence)
     for case_id in opened.cases:
         shown = opened.evidence(case_id)
         assert shown and all(e.case_id == case_id and e.attempt == n for n, e in shown.items())
@@ -253,7 +254,7 @@ def test_verdict_offsets_of_other_lines_are_read_again(two_runs: TwoRuns, tmp_pa
     rows[0][8], rows[1][8] = rows[1][8], rows[0][8]
     rows[2][8] = [number + 3 if place % 2 else number for place, number in enumerate(rows[2][8])]
     (scoring / INDEX).write_text(json.dumps(saved))
-    opened = RunIndex.open(scoring, evidence)
+    opened = open_index(scoring, evidence)
     assert opened.forest is not None  # the saved index was taken
     for case_id, entry in opened.cases.items():
         assert [(g.case_id, g.attempt) for g in opened.graded(case_id)] == [
@@ -280,7 +281,7 @@ def test_verdicts_still_in_the_archive_are_fetched_and_checked_when_first_read(
             (scoring / VERDICTS).write_text(kept)
         arrived.set()
 
-    opened = RunIndex.open(scoring, evidence, fetch=fetch)
+    opened = open_index(scoring, evidence, fetch=fetch)
     assert "kern-new" not in opened.cases  # the saved index, taken without the verdicts
     assert arrived.wait(30)  # fetched in the background, no page asked
     assert [g.attempt for g in opened.graded("kern-002")] == [0, 1]
