@@ -195,11 +195,12 @@ class RunStore:
     def index(self, archive: RunArchive) -> RunIndex | None:
         """The index of the run's latest scoring that has a report; None without one.
 
-        The scoring's saved index is taken while it fits (`saved_index.open_index`): the run's
-        verdicts and evidence are then read (downloaded, from an object store) only when a
-        page shows an attempt or searches. Verdicts are never rewritten (an object store's
-        are created only once), so the index is kept while the report and the saved index
-        are; the index itself checks the verdicts when it first reads them.
+        The scoring's saved index is taken while it fits (`saved_index.open_index`): the
+        run's verdicts and evidence are then read only when a page shows an attempt or
+        searches (an object store's are downloaded in the background meanwhile). Verdicts
+        are never rewritten (an object store's are created only once), so the index is kept
+        while the report and the saved index are; the index checks the verdicts when it
+        first reads them.
         """
         report = archive.latest_report_path(verdicts=False)
         if report is None:
