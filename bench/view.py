@@ -151,9 +151,23 @@ def _archive(folder: Path) -> Any:
 
 
 def _queue(client: httpx.AsyncClient) -> float:
-    """The labelling queue's next item (`QUEUE`); NaN while the viewer has no queue."""
-    probe = asyncio.get_event_loop().run_until_complete(client.get(QUEUE))
-    return math.nan if probe.status_code == 404 else _timed(client, QUEUE)
+    """The labelling queue's next item (`QUEUE`, its redirects followed, as a reviewer
+    with a name); NaN while the viewer has no queue."""
+
+    async def get() -> float:
+        began = time.perf_counter()
+        response = await client.get(QUEUE, follow_redirects=True)
+        took = time.perf_counter() - began
+        if response.status_code == 404:
+            return math.nan
+        if response.status_code != 200:
+            raise RuntimeError(f"{QUEUE}: {response.status_code} {response.text[:300]}")
+        return took
+
+    from soev_pipeline.view.app import REVIEWER_COOKIE
+
+    client.cookies.set(REVIEWER_COOKIE, "bench")
+    return asyncio.get_event_loop().run_until_complete(get())
 
 
 def measure(folder: Path, repeat: int) -> dict[str, Any]:
