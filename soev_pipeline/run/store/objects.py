@@ -354,7 +354,9 @@ class ObjectStore:
                     compacted.readline()
                     parts.append(compacted.read())
             parts += [bodies[item] for item in order]
-            if self.bucket.create(f"{run_id}/{name}", b"".join(parts)) is not None:
+            data = b"".join(parts)
+            if self.bucket.create(f"{run_id}/{name}", data) is not None:
+                self._keep_compaction(run_id, name, data, covers | listed)
                 break
         self._changed(run_id)
         latest, covers, _ = self.evidence_state(run_id, fresh=True)
@@ -362,6 +364,20 @@ class ObjectStore:
         if covered:
             self.bucket.delete([f"{run_id}/{name}" for name in covered])
             self._changed(run_id)
+
+    def _keep_compaction(
+        self, run_id: str, name: str, data: bytes, covers: frozenset[str] | set[str]
+    ) -> None:
+        """Keep the compaction this process just created as if it had downloaded it: the
+        readers after it (grading) need not download it again."""
+        path = self._objects(run_id) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
+        with naming(path):
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        with self._guard:
+            self._compactions[(run_id, name)] = frozenset(covers)
 
     # Scorings
 
