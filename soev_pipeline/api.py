@@ -49,7 +49,7 @@ from soev_pipeline.run.service import (
     publish,
 )
 from soev_pipeline.runtime import Operation, RuntimeBindings, open_runtime
-from soev_pipeline.view import HTML_REPORT, write_html_report
+from soev_pipeline.view import HTML_REPORT, write_scoring_pages
 
 __all__ = [
     "STEPS",
@@ -255,8 +255,7 @@ async def execute(
             if "aggregate" in ordered:
                 scoring = scoring or Scoring.read(archive, latest_scoring(archive))
                 report = aggregate(archive, scoring.path, progress)
-                write_html_report(loaded, archive, scoring.path / HTML_REPORT)
-                archive.commit(scoring.path, (HTML_REPORT,))
+                archive.commit(scoring.path, write_scoring_pages(loaded, archive, scoring.path))
                 if attempting:
                     await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, ordered, attempted, scoring, report)

@@ -197,6 +197,7 @@ def test_every_call_of_execute_leaves_the_same_files_and_publishes_only_a_new_ru
     for evaluation in (made, rescored):
         assert evaluation.html_report is not None and evaluation.html_report.exists()
         assert (evaluation.html_report.parent / "report.json").exists()
+        assert (evaluation.html_report.parent / "index.json").exists()
     assert reported.scoring is not None and rescored.scoring is not None
     assert reported.scoring.path == rescored.scoring.path  # the latest scoring, reported again
     with pytest.raises(ValueError, match="contiguous"):

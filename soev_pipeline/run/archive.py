@@ -315,9 +315,10 @@ class RunArchive:
     def scorings_path(self) -> Path:
         return self.path / SCORINGS
 
-    def scorings(self) -> list[Path]:
-        """The scoring folders, oldest first."""
-        self.store.refresh_scorings(self.run_id)
+    def scorings(self, *, verdicts: bool = True) -> list[Path]:
+        """The scoring folders, oldest first; without `verdicts`, an object store's latest
+        verdicts are left in the archive until `fetch` brings them."""
+        self.store.refresh_scorings(self.run_id, verdicts=verdicts)
         if not self.scorings_path.exists():
             return []
         return sorted(
@@ -336,15 +337,22 @@ class RunArchive:
         """Remove what a scoring that did not finish left behind."""
         self.store.discard_scoring(self.run_id, scoring)
 
-    def latest_report_path(self) -> Path | None:
+    def fetch(self, name: str) -> Path:
+        """The run's file `name` (`scorings/0001/verdicts.jsonl`) in `path`, brought there
+        from an object store when this process has not yet (it may not exist)."""
+        self.store.fetch(self.run_id, name)
+        return self.path / name
+
+    def latest_report_path(self, *, verdicts: bool = True) -> Path | None:
         """The report of the latest complete scoring, or None when the run was never scored.
+        Without `verdicts`, its verdicts may still be in an object store (`fetch`).
 
         Raises:
             ProjectError: its `report.json` or `verdicts.jsonl` is not a regular file, or
                 the report is larger than `MAX_JSON_BYTES`: so that every reader of a
                 report refuses them at once, with one line.
         """
-        for scoring in reversed(self.scorings()):
+        for scoring in reversed(self.scorings(verdicts=verdicts)):
             report = scoring / REPORT
             if report.exists():
                 check_regular(report, max_bytes=MAX_JSON_BYTES)

@@ -18,15 +18,17 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
-from soev_pipeline.run.archive import RunArchive, naming
+from soev_pipeline.run.archive import REPORT, VERDICTS, RunArchive, naming
 
 from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
 from .i18n import DEFAULT_LANGUAGE, Language, speaking
-from .pages import Filters, case_row, run_page, when
+from .index import RunIndex
+from .pages import Filters, case_row, run_forest, run_page, when
 from .plots import Point, forest
 from .render import FileLinks, environment, file_csp, render, stylesheet
-from .store import NotFound, RunStore
+from .saved_index import INDEX, save_index
+from .store import NotFound, RunStore, report_of
 
 HTML_REPORT = "report.html"
 """The name of the HTML report that every run's aggregate step writes beside report.json."""
@@ -177,3 +179,28 @@ def write_html_report(
             option="--html",
             owned=owned,
         )
+
+
+def write_scoring_pages(
+    loaded: LoadedProject, archive: RunArchive, scoring: Path
+) -> tuple[str, ...]:
+    """Write what a viewer reads of a new scoring besides its report: the saved index of
+    its dev cases with the run page's plot (`saved_index.save_index`), and then its HTML
+    report, drawn from that index. Return their names, for `RunArchive.commit`.
+
+    This is what the aggregate step of every run and rescore calls (`api.execute`), after
+    `report.json`: so a viewer's first page of a large run reads neither its verdicts nor
+    its evidence, and the report and the viewer share one index.
+
+    Raises:
+        ProjectError: the scoring's verdicts or report do not read.
+        OSError: a file cannot be written.
+    """
+    index = RunIndex.build(scoring / VERDICTS, archive.evidence_path, refresh=archive.evidence_file)
+    language = loaded.project.language or DEFAULT_LANGUAGE
+    with speaking(language):
+        index.forest = run_forest(report_of(scoring / REPORT))
+    index.forest_language = language
+    save_index(index, scoring)
+    write_html_report(loaded, archive, scoring / HTML_REPORT)
+    return (INDEX, HTML_REPORT)

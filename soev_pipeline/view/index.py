@@ -9,6 +9,11 @@ and details (a quarter of the time of `json.loads` on the 20,000-attempt run of
 bench/view.py), and as any JSON when they have another. The text to search (questions,
 replies, cited ids) is read on the first search. Test cases are skipped while reading: the
 index holds nothing of them.
+
+The aggregate step saves the index beside the report (`saved_index`), so that a viewer opens
+a large run without reading its verdicts or its evidence; those are read when a page first
+needs them, and checked then: the evidence may have grown since (a resume), and a line found
+at an offset that is not the attempt's sends the index back to its file once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,8 @@ from pydantic import ValidationError
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Evidence
 from soev_pipeline.run.results import GradedAttempt
+
+from .plots import Plot
 
 SEARCH_CHARS = 4000
 """How much of each question and reply the search sees."""
@@ -168,57 +175,111 @@ class RunIndex:
     """The dev cases of one scoring of a run, by id, in the order of the verdicts.
 
     The search text of the cases is read on the first search (or by `make_searchable`),
-    not with the rest: a plain page of cases needs none of it.
+    not with the rest: a plain page of cases needs none of it. The evidence is read when
+    an attempt's evidence is first asked for, after `refresh` has brought it up to date
+    (an object store downloads it then).
     """
 
     verdicts_path: Path
     evidence_path: Path
     cases: dict[str, CaseEntry]
+    evidence_bytes: int = 0
+    """How much of the evidence file the offsets cover: up to the end of its last whole line."""
+    forest: Plot | None = None
+    """The run page's plot of the scoring's report, when the saved index holds it."""
+    forest_language: str | None = None
+    """The language the saved plot's words are in: a page in another draws its own."""
+    refresh: Callable[[], object] | None = None
+    """Brings `evidence_path` up to date with the archive before it is read."""
+    fetch: Callable[[], object] | None = None
+    """Brings `verdicts_path` from the archive (an object store) before it is first read."""
+    verdicts_bytes: int | None = None
+    """The size of the verdicts a saved index was made from, while it is not yet checked
+    (the verdicts were not here when it was loaded)."""
+    hidden: frozenset[str] = frozenset()
     searchable: bool = False
     """Whether the text to search has been read (`make_searchable`)."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def build(
-        cls, verdicts_path: Path, evidence_path: Path, hidden: frozenset[str] = frozenset()
+        cls,
+        verdicts_path: Path,
+        evidence_path: Path,
+        hidden: frozenset[str] = frozenset(),
+        refresh: Callable[[], object] | None = None,
     ) -> RunIndex:
         """Read both files once; the dev cases of `hidden` (test cases now) are left out.
 
         Raises:
             ProjectError: a line of the verdicts is not a graded attempt.
         """
-        cases: dict[str, CaseEntry] = {}
-        for offset, number, line in _lines(verdicts_path):
+        index = cls(verdicts_path, evidence_path, _read_verdicts(verdicts_path, hidden))
+        index.refresh, index.hidden = refresh, hidden
+        index.current_evidence()
+        return index
+
+    def prefetch(self) -> None:
+        """Bring the verdicts (`fetch`) and the evidence (`refresh`) from the archive in two
+        threads, while the first page is read: a case page after it then finds them here.
+        Each is fetched again, at no cost, when it is first read."""
+        for bring in (self.fetch, self.refresh):
+            if bring is not None:
+                threading.Thread(
+                    target=_quietly, args=(bring,), name="soev-view-prefetch", daemon=True
+                ).start()
+
+    def current_verdicts(self) -> None:
+        """Bring the verdicts here (`fetch`) and check them against the saved index they
+        were not here to check when it was loaded: verdicts of another size are read again
+        whole, with the evidence."""
+        with self._lock:
+            if self.fetch is not None:
+                self.fetch()
+                self.fetch = None
+            if self.verdicts_bytes is None:
+                return
             try:
-                graded = _graded(line)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                raise ProjectError(
-                    f"{verdicts_path}: line {number}: not a graded attempt"
-                ) from None
-            if graded.split != "dev" or graded.case_id in hidden:
+                size: int | None = self.verdicts_path.stat().st_size
+            except OSError:
+                size = None
+            if size != self.verdicts_bytes:
+                self.cases = _read_verdicts(self.verdicts_path, self.hidden)
+                self._reread_evidence()
+            self.verdicts_bytes = None
+
+    def current_evidence(self) -> None:
+        """Bring the evidence offsets up to date with the archive: the lines appended since
+        they were read (a resume) are read; from the start when the file shrank."""
+        with self._lock:
+            if self.refresh is not None:
+                self.refresh()
+            try:
+                size = self.evidence_path.stat().st_size
+            except OSError:
+                size = 0
+            if size < self.evidence_bytes:
+                self._reread_evidence()
+            elif size > self.evidence_bytes:
+                self._read_evidence(self.evidence_bytes)
+
+    def _reread_evidence(self) -> None:
+        for entry in self.cases.values():
+            entry.evidence_at.clear()
+        self._read_evidence(0)
+
+    def _read_evidence(self, start: int) -> None:
+        """Take the offsets of the evidence lines from byte `start` on."""
+        end = start
+        for offset, _, line in _lines(self.evidence_path, start):
+            if not line.endswith(b"\n"):
+                break  # cut short: read again once it is whole
+            end = offset + len(line)
+            key = _evidence_key(line)
+            if key is None or key[1] != "dev" or key[0] not in self.cases:
                 continue
-            entry = cases.get(graded.case_id)
-            if entry is None:
-                entry = cases[graded.case_id] = CaseEntry(graded.case_id, graded.suite)
-            if graded.attempt in entry.verdict_at:
-                continue
-            entry.verdict_at[graded.attempt] = offset
-            entry.attempts += 1
-            entry.passed += graded.passed
-            if graded.score is not None:
-                entry.score_sum += graded.score
-                entry.scored += 1
-            for kind, status in graded.verdicts:
-                entry.statuses.add((kind, status))
-                if status in ("fail", "error"):
-                    entry.failing[kind] = entry.failing.get(kind, 0) + 1
-        for offset, _, line in _lines(evidence_path):
-            key = _evidence_key(line) if line.endswith(b"\n") else None  # not one cut short
-            if key is None or key[1] != "dev" or key[0] not in cases:
-                continue
-            entry = cases[key[0]]
-            entry.evidence_at[key[2]] = offset  # the last line of an attempt counts
-        return cls(verdicts_path, evidence_path, cases)
+            self.cases[key[0]].evidence_at[key[2]] = offset  # the last line of an attempt counts
+        self.evidence_bytes = max(end, start)
 
     def select(
         self,
@@ -246,6 +307,7 @@ class RunIndex:
         with self._lock:
             if self.searchable:
                 return
+            self.current_evidence()
             owners = {
                 offset: entry
                 for entry in self.cases.values()
@@ -262,9 +324,26 @@ class RunIndex:
 
     def graded(self, case_id: str) -> list[GradedAttempt]:
         """The graded attempts of a dev case, by attempt number (empty for any other id)."""
+        self.current_verdicts()
         entry = self.cases.get(case_id)
         if entry is None:
             return []
+        wanted = [(case_id, n) for n in sorted(entry.verdict_at)]
+        try:
+            found = self._graded(entry)
+        except ProjectError:
+            found = []
+        if [(g.case_id, g.attempt) for g in found] != wanted:
+            with self._lock:  # the offsets are not of this file: read them again
+                fresh = _read_verdicts(self.verdicts_path, frozenset())
+                for other in self.cases.values():
+                    other.verdict_at = (
+                        fresh[other.case_id].verdict_at if other.case_id in fresh else {}
+                    )
+            found = self._graded(entry)
+        return found
+
+    def _graded(self, entry: CaseEntry) -> list[GradedAttempt]:
         offsets = [entry.verdict_at[n] for n in sorted(entry.verdict_at)]
         try:
             return [
@@ -273,7 +352,7 @@ class RunIndex:
             ]
         except ValidationError:
             raise ProjectError(
-                f"{self.verdicts_path}: a line of case {case_id!r} is not a graded attempt"
+                f"{self.verdicts_path}: a line of case {entry.case_id!r} is not a graded attempt"
             ) from None
 
     def evidence(self, case_id: str) -> dict[int, Evidence]:
@@ -281,15 +360,67 @@ class RunIndex:
         entry = self.cases.get(case_id)
         if entry is None:
             return {}
-        numbers = sorted(entry.evidence_at)
-        lines = _read_at(self.evidence_path, [entry.evidence_at[n] for n in numbers])
+        self.current_evidence()
+        lines = self._evidence_lines(entry)
+        if any(_evidence_key(line) != (case_id, "dev", n) for n, line in lines.items()):
+            with self._lock:
+                self._reread_evidence()  # the offsets are not of this file: an older index
+            lines = self._evidence_lines(entry)
         found = {}
-        for number, line in zip(numbers, lines, strict=True):
+        for number, line in lines.items():
             try:
                 found[number] = Evidence.model_validate_json(line)
             except ValidationError:
                 continue  # damaged: the page shows the attempt without its evidence
         return found
+
+    def _evidence_lines(self, entry: CaseEntry) -> dict[int, bytes]:
+        with self._lock:
+            numbers = sorted(entry.evidence_at)
+            offsets = [entry.evidence_at[n] for n in numbers]
+        if not offsets:
+            return {}
+        return dict(zip(numbers, _read_at(self.evidence_path, offsets), strict=True))
+
+
+def _read_verdicts(verdicts_path: Path, hidden: frozenset[str]) -> dict[str, CaseEntry]:
+    """The dev cases of a verdicts file, but those of `hidden`, with their figures.
+
+    Raises:
+        ProjectError: a line is not a graded attempt.
+    """
+    cases: dict[str, CaseEntry] = {}
+    for offset, number, line in _lines(verdicts_path):
+        try:
+            graded = _graded(line)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ProjectError(f"{verdicts_path}: line {number}: not a graded attempt") from None
+        if graded.split != "dev" or graded.case_id in hidden:
+            continue
+        entry = cases.get(graded.case_id)
+        if entry is None:
+            entry = cases[graded.case_id] = CaseEntry(graded.case_id, graded.suite)
+        if graded.attempt in entry.verdict_at:
+            continue
+        entry.verdict_at[graded.attempt] = offset
+        entry.attempts += 1
+        entry.passed += graded.passed
+        if graded.score is not None:
+            entry.score_sum += graded.score
+            entry.scored += 1
+        for kind, status in graded.verdicts:
+            entry.statuses.add((kind, status))
+            if status in ("fail", "error"):
+                entry.failing[kind] = entry.failing.get(kind, 0) + 1
+    return cases
+
+
+def _quietly(bring: Callable[[], object]) -> None:
+    """Run `bring` in a prefetch thread: what fails is fetched, and reported, when read."""
+    try:
+        bring()
+    except (ProjectError, OSError):
+        return  # the page that reads it fetches it again and names the failure
 
 
 def _evidence_texts(raw: Any) -> list[str]:
@@ -305,12 +436,14 @@ def _evidence_texts(raw: Any) -> list[str]:
     return [_fold(text) for text in texts if isinstance(text, str)]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(byte offset, line number, line) of each non-blank line of `path`, if it exists."""
+def _lines(path: Path, start: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """(byte offset, line number, line) of each non-blank line of `path` from byte `start`
+    on (numbered from there), if it exists."""
     if not path.exists():
         return
     with path.open("rb") as lines:
-        offset = 0
+        lines.seek(start)
+        offset = start
         for number, line in enumerate(lines, start=1):
             start, offset = offset, offset + len(line)
             if line.strip():

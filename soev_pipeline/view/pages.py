@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from soev_pipeline.run.results import Comparison, GroupFigures, Report
 
 from .case_pages import ChangeCounts, change_counts
-from .i18n import N_
+from .i18n import N_, current
 from .index import STATUS_FILTERS, CaseEntry
 from .plots import Plot, Point, forest, trend
 from .store import RunStore, RunSummary
@@ -261,7 +261,9 @@ def criteria_table(report: Report) -> Table:
     return build_table(rows, STATUS_COLUMNS)
 
 
-def _forest(report: Report) -> Plot:
+def run_forest(report: Report) -> Plot:
+    """The run page's plot: the pass rate of the run, each split and each suite, its
+    words in the current language."""
     rows = [(_("overall"), _point(report.overall))]
     rows += [(_split(name), _point(group)) for name, group in report.splits.items()]
     rows += [(_suite(name), _point(group)) for name, group in report.suites.items()]
@@ -347,10 +349,11 @@ def run_page(store: RunStore, run_id: str, filters: Filters, *, plot: bool = Tru
         offline=report.scoring.offline if report else False,
         groups=group_table(report) if report else None,
         forest=(
-            store.memo(
-                ("forest", archive.path),
+            (index.forest if index is not None and index.forest_language == current() else None)
+            or store.memo(
+                ("forest", archive.path, current()),
                 (report.scoring.scoring, report.scoring.created_at),
-                lambda: _forest(report),
+                lambda: run_forest(report),
             )
             if report and plot
             else None

@@ -25,12 +25,13 @@ from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.probes import SavedProbing, read_probing
 from soev_pipeline.project import LoadedProject, ProjectPaths, probes_file
 from soev_pipeline.project.paths import RunsDir
-from soev_pipeline.run.archive import VERDICTS, RunArchive, check_run_id, list_runs
+from soev_pipeline.run.archive import SCORINGS, VERDICTS, RunArchive, check_run_id, list_runs
 from soev_pipeline.run.compare import RunAttempts, compare_runs, previous_run, read_attempts
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
 
 from .index import RunIndex
+from .saved_index import INDEX, open_index
 from .translate import _
 
 T = TypeVar("T")
@@ -191,22 +192,35 @@ class RunStore:
 
     def report(self, archive: RunArchive) -> Report | None:
         """The latest report of a run, without its case list; None when it has none yet."""
-        path = archive.latest_report_path()
+        path = archive.latest_report_path(verdicts=False)
         if path is None:
             return None
         return self._reports.get(("report", path), _signature(path), lambda: report_of(path))
 
     def index(self, archive: RunArchive) -> RunIndex | None:
-        """The index of the run's latest scoring that has a report; None without one."""
-        report = archive.latest_report_path()
+        """The index of the run's latest scoring that has a report; None without one.
+
+        The scoring's saved index is taken while it fits (`saved_index.open_index`): the
+        run's verdicts and evidence are then read only when a page shows an attempt or
+        searches (an object store's are downloaded in the background meanwhile). Verdicts
+        are never rewritten (an object store's are created only once), so the index is kept
+        while the report and the saved index are; the index checks the verdicts when it
+        first reads them.
+        """
+        report = archive.latest_report_path(verdicts=False)
         if report is None:
             return None
-        verdicts = report.parent / VERDICTS
-        evidence = archive.evidence_file()
+        scoring = report.parent
         return self._indexes.get(
             ("index", archive.path),
-            _signature(verdicts, evidence),
-            lambda: RunIndex.build(verdicts, evidence, hidden=self.test_ids),
+            _signature(report, scoring / INDEX),
+            lambda: open_index(
+                scoring,
+                archive.evidence_path,
+                hidden=self.test_ids,
+                refresh=archive.evidence_file,
+                fetch=lambda: archive.fetch(f"{SCORINGS}/{scoring.name}/{VERDICTS}"),
+            ),
         )
 
     def baseline(self, manifest: Manifest, wanted: str) -> RunArchive | None:

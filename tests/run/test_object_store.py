@@ -262,3 +262,62 @@ def test_the_lease_object_names_its_holder(s3: S3) -> None:
         holder = json.loads(found[0])
         assert holder["purpose"] == "rescore" and not holder["released"]
         assert ENV["AWS_SECRET_ACCESS_KEY"] not in found[0].decode()
+
+
+def test_a_reader_takes_the_verdicts_when_it_asks_and_never_the_html(s3: S3) -> None:
+    """A viewer's run page needs the report and the saved index of the latest scoring, not
+    its verdicts (`fetch` brings them for a case page) nor its HTML report."""
+    url = s3.url()
+    archive = _archive(url)
+    scoring = archive.new_scoring()
+    names = ["verdicts.jsonl", "scoring.json", "report.json", "index.json", "report.html"]
+    for name in names:
+        (scoring / name).write_text(f"{name}\n", encoding="utf-8")
+    archive.commit(scoring, names)
+    fresh = ObjectStore(url)  # another process
+    fresh.refresh_scorings("r1", verdicts=False)
+    folder = fresh.run_dir("r1") / "scorings" / scoring.name
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "index.json",
+        "report.json",
+        "scoring.json",
+    ]
+    fresh.fetch("r1", f"scorings/{scoring.name}/verdicts.jsonl")
+    assert (folder / "verdicts.jsonl").read_text() == "verdicts.jsonl\n"
+    fresh.refresh_scorings("r1")
+    assert not (folder / "report.html").exists()
+
+
+def test_the_compacting_process_reads_its_compaction_without_downloading_it(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's grading reads the evidence right after the compaction its own attempt
+    step made: it keeps the bytes it sent, and reads what another process reads."""
+    url = s3.url()
+    archive = _archive(url)
+    assert isinstance(archive.store, ObjectStore)
+    fetched: list[str] = []
+    get = archive.store.bucket.get
+
+    def recorded(name: str) -> tuple[bytes, str] | None:
+        fetched.append(name)
+        return get(name)
+
+    monkeypatch.setattr(archive.store.bucket, "get", recorded)
+    with archive.evidence_writer() as writer:
+        for case_id in "abc":
+            writer.append(_evidence(case_id, 0))
+    ours = [(e.case_id, e.attempt) for e in archive.iter_attempts()]
+    assert not [name for name in fetched if "/compacted/" in name]
+    fresh = RunArchive(url, "r1")
+    fresh.store = ObjectStore(url)  # another process
+    fresh.path = fresh.store.run_dir("r1")
+    assert (
+        [(e.case_id, e.attempt) for e in fresh.iter_attempts()]
+        == ours
+        == [
+            ("a", 0),
+            ("b", 0),
+            ("c", 0),
+        ]
+    )

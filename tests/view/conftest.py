@@ -35,6 +35,7 @@ from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import LoadedProject, load
 from soev_pipeline.run import RunArchive, build_manifest
 from soev_pipeline.run.service import aggregate, grade
+from soev_pipeline.view import write_scoring_pages
 from tests.support.builders import ScriptedJudge
 from tests.support.project import CITED, PRIVACY_MESSAGE, SECRET, write_project
 
@@ -152,6 +153,7 @@ def make_run(
         grade(loaded, archive, judge=ScriptedJudge(judge_script), language_detector=detector)
     )
     aggregate(archive, scoring.path)
+    archive.commit(scoring.path, write_scoring_pages(loaded, archive, scoring.path))
     return archive
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run.archive import VERDICTS
 from soev_pipeline.view.index import RunIndex
+from soev_pipeline.view.saved_index import INDEX, load_index, open_index
 from tests.support.project import SECRET
 from tests.view.conftest import TwoRuns
 
@@ -136,3 +139,151 @@ def test_lines_in_another_layout_read_the_same(two_runs: TwoRuns, tmp_path: Path
         )
         assert sorted(other.evidence_at) == sorted(entry.evidence_at)
     assert [e.case_id for e in after.select(query="dorpsstraat")] == ["priv-001"]
+
+
+# The index saved beside the report (docs/view.md#large-runs)
+
+
+def _scoring(run: TwoRuns, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of run b1's latest scoring folder (with its saved index) and its evidence."""
+    report = run.b1.latest_report_path()
+    assert report is not None and (report.parent / INDEX).exists()
+    scoring = tmp_path / "0001"
+    shutil.copytree(report.parent, scoring)
+    evidence = tmp_path / "evidence.jsonl"
+    evidence.write_bytes(run.b1.evidence_path.read_bytes())
+    return scoring, evidence
+
+
+def _same(a: RunIndex, b: RunIndex) -> None:
+    assert list(a.cases) == list(b.cases)
+    for case_id, entry in a.cases.items():
+        other = b.cases[case_id]
+        assert (other.suite, other.attempts, other.passed, other.score_sum, other.scored) == (
+            entry.suite,
+            entry.attempts,
+            entry.passed,
+            entry.score_sum,
+            entry.scored,
+        )
+        assert (other.statuses, other.failing) == (entry.statuses, entry.failing)
+        assert (other.verdict_at, other.evidence_at) == (entry.verdict_at, entry.evidence_at)
+
+
+def test_the_saved_index_opens_as_built_without_reading_the_evidence(
+    two_runs: TwoRuns, tmp_path: Path
+) -> None:
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    refreshed: list[int] = []
+    opened = open_index(scoring, evidence, refresh=lambda: refreshed.append(1))
+    assert refreshed == [] and opened.forest is not None and opened.forest.uri.startswith("data:")
+    _same(RunIndex.build(scoring / VERDICTS, evidence), opened)
+    assert opened.evidence("priv-001")[0].reply is not None
+    assert refreshed == [1]  # brought up to date when an attempt is first shown
+    hidden = open_index(scoring, evidence, frozenset({"kern-001"}))
+    assert "kern-001" not in hidden.cases and "kern-002" in hidden.cases
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["verdicts grew", "another report", "another format", "not json", "a field missing"],
+)
+def test_a_saved_index_that_does_not_fit_is_built_again(
+    two_runs: TwoRuns, tmp_path: Path, change: str
+) -> None:
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    saved = json.loads((scoring / INDEX).read_text())
+    if change == "verdicts grew":
+        line = (scoring / VERDICTS).read_text().splitlines()[0]
+        raw = json.loads(line) | {"case_id": "kern-new", "passed": False}
+        with (scoring / VERDICTS).open("a") as out:
+            out.write(json.dumps(raw) + "\n")
+    elif change == "another report":
+        report = json.loads((scoring / "report.json").read_text())
+        (scoring / "report.json").write_text(json.dumps(report, indent=1))
+    elif change == "another format":
+        (scoring / INDEX).write_text(json.dumps(saved | {"soev_index": 0}))
+    elif change == "not json":
+        (scoring / INDEX).write_text('{"soev_index": 1, "cas')
+    else:
+        del saved["cases"][0][9]
+        (scoring / INDEX).write_text(json.dumps(saved))
+    assert load_index(scoring, evidence) is None
+    opened = open_index(scoring, evidence)
+    assert opened.forest is None  # built from the files: the page draws its plot
+    _same(RunIndex.build(scoring / VERDICTS, evidence), opened)
+    assert ("kern-new" in opened.cases) == (change == "verdicts grew")
+
+
+def test_evidence_appended_after_the_index_was_saved_is_read(
+    two_runs: TwoRuns, tmp_path: Path
+) -> None:
+    """A resume appends lines after the scoring: the last line of an attempt counts, as
+    when the index is built from the files."""
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    opened = open_index(scoring, evidence)
+    again = opened.evidence("kern-002")[0].model_copy(update={"reply": "Opnieuw gevraagd."})
+    with evidence.open("a") as out:
+        out.write(again.model_dump_json() + "\n")
+    assert opened.evidence("kern-002")[0].reply == "Opnieuw gevraagd."
+    assert RunIndex.build(scoring / VERDICTS, evidence).cases["kern-002"].evidence_at == (
+        opened.cases["kern-002"].evidence_at
+    )
+
+
+def test_offsets_that_do_not_point_at_the_attempt_are_read_again(
+    two_runs: TwoRuns, tmp_path: Path
+) -> None:
+    """Evidence of the same size in another order (an object store's attempts compacted in
+    another order): the index finds each attempt's line again before showing it."""
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    lines = evidence.read_bytes().splitlines(keepends=True)
+    evidence.write_bytes(b"".join(reversed(lines)))
+    opened = open_index(scoring, evidence)
+    for case_id in opened.cases:
+        shown = opened.evidence(case_id)
+        assert shown and all(e.case_id == case_id and e.attempt == n for n, e in shown.items())
+
+
+def test_verdict_offsets_of_other_lines_are_read_again(two_runs: TwoRuns, tmp_path: Path) -> None:
+    """A saved index whose verdict offsets point at other lines (or into a line) fits the
+    file's size and report, yet each case still shows its own verdicts."""
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    saved = json.loads((scoring / INDEX).read_text())
+    rows = saved["cases"]
+    rows[0][8], rows[1][8] = rows[1][8], rows[0][8]
+    rows[2][8] = [number + 3 if place % 2 else number for place, number in enumerate(rows[2][8])]
+    (scoring / INDEX).write_text(json.dumps(saved))
+    opened = open_index(scoring, evidence)
+    assert opened.forest is not None  # the saved index was taken
+    for case_id, entry in opened.cases.items():
+        assert [(g.case_id, g.attempt) for g in opened.graded(case_id)] == [
+            (case_id, n) for n in range(entry.attempts)
+        ]
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_verdicts_still_in_the_archive_are_fetched_and_checked_when_first_read(
+    two_runs: TwoRuns, tmp_path: Path, grown: bool
+) -> None:
+    """An object store's viewer opens the saved index without the verdicts and fetches them
+    beside the first page; verdicts that do not fit the saved index are read whole."""
+    scoring, evidence = _scoring(two_runs, tmp_path)
+    kept = (scoring / VERDICTS).read_text()
+    if grown:
+        raw = json.loads(kept.splitlines()[0]) | {"case_id": "kern-new", "passed": False}
+        kept += json.dumps(raw) + "\n"
+    (scoring / VERDICTS).unlink()
+    arrived = threading.Event()
+
+    def fetch() -> None:
+        if not (scoring / VERDICTS).exists():
+            (scoring / VERDICTS).write_text(kept)
+        arrived.set()
+
+    opened = open_index(scoring, evidence, fetch=fetch)
+    assert "kern-new" not in opened.cases  # the saved index, taken without the verdicts
+    assert arrived.wait(30)  # fetched in the background, no page asked
+    assert [g.attempt for g in opened.graded("kern-002")] == [0, 1]
+    assert ("kern-new" in opened.cases) == grown
+    assert opened.evidence("kern-002")[1].attempt == 1

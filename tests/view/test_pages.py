@@ -20,7 +20,9 @@ from soev_pipeline.run.results import GradedAttempt
 from soev_pipeline.view import RunStore
 from soev_pipeline.view.attempts import verdict_rows
 from soev_pipeline.view.case_pages import case_page, compare_page, unit_page, verdict_changes
+from soev_pipeline.view.i18n import speaking
 from soev_pipeline.view.pages import PAGE_SIZE, Filters, run_page, runs_page
+from soev_pipeline.view.plots import Plot
 from soev_pipeline.view.render import ServerLinks, render
 from soev_pipeline.view.store import NotFound
 from soev_pipeline.view.tables import GROUP_COLUMNS, Cell, build_table, verdict_cell
@@ -382,3 +384,35 @@ def test_the_labels_so_far_stand_beside_the_verdict(own_runs: TwoRuns) -> None:
         assert cell.disagree
     kern = case_page(store, "b1", "kern-001").verdicts
     assert all(cell is not None and not cell.labels for row in kern for cell in row.cells)
+
+
+def test_the_run_page_takes_its_plot_from_the_saved_index(store: RunStore) -> None:
+    """The aggregate step drew the plot into index.json: a fresh viewer does not draw it
+    again (docs/view.md#large-runs); without a saved plot the page draws its own."""
+    archive, _ = store.archive("b1")
+    index = store.index(archive)
+    assert index is not None and index.forest is not None
+    drawn = run_page(store, "b1", Filters()).forest
+    assert drawn == index.forest
+    index.forest = Plot("Saved", "data:image/svg+xml;base64,AAAA", "the saved plot")
+    assert run_page(store, "b1", Filters()).forest == index.forest
+    index.forest = None
+    again = run_page(store, "b1", Filters()).forest
+    assert again is not None and drawn is not None
+    assert (again.title, again.alt) == (drawn.title, drawn.alt)
+    assert again.uri.startswith("data:image/svg+xml;base64,") and again.uri != "AAAA"
+
+
+def test_a_saved_plot_in_another_language_is_drawn_again(store: RunStore) -> None:
+    """The saved plot's words are in the project's language: a viewer asked for another
+    draws the plot in its own (docs/view.md#language)."""
+    archive, _ = store.archive("b1")
+    index = store.index(archive)
+    assert index is not None and index.forest is not None and index.forest_language == "en"
+    saved = Plot("Saved", "data:image/svg+xml;base64,AAAA", "the saved plot")
+    index.forest = saved
+    assert run_page(store, "b1", Filters()).forest == saved
+    with speaking("nl"):
+        dutch = run_page(store, "b1", Filters()).forest
+    assert dutch is not None and dutch != saved
+    assert dutch.title == "Slagingspercentage met 95%-betrouwbaarheidsinterval"

@@ -92,8 +92,14 @@ class ArchiveStore(Protocol):
     def refresh_evidence(self, run_id: str) -> None:
         """Bring `run_dir(run_id)/evidence.jsonl` up to date with the archive."""
 
-    def refresh_scorings(self, run_id: str) -> None:
-        """Bring the scoring folders of `run_dir(run_id)` up to date with the archive."""
+    def refresh_scorings(self, run_id: str, *, verdicts: bool = True) -> None:
+        """Bring the scoring folders of `run_dir(run_id)` up to date with the archive;
+        without `verdicts`, leave the verdicts to `fetch` (a viewer's run page needs only
+        the report and the saved index)."""
+
+    def fetch(self, run_id: str, name: str) -> None:
+        """Bring the run's file `name` (`scorings/0001/verdicts.jsonl`) into
+        `run_dir(run_id)`, if the archive has it and this process has not yet."""
 
     def new_scoring(self, run_id: str) -> Path:
         """Claim the next scoring number and return its (local) folder."""

@@ -183,7 +183,10 @@ class LocalStore:
     def refresh_evidence(self, run_id: str) -> None:
         """Nothing to do: the folder is the archive."""
 
-    def refresh_scorings(self, run_id: str) -> None:
+    def refresh_scorings(self, run_id: str, *, verdicts: bool = True) -> None:
+        """Nothing to do: the folder is the archive."""
+
+    def fetch(self, run_id: str, name: str) -> None:
         """Nothing to do: the folder is the archive."""
 
     def new_scoring(self, run_id: str) -> Path:

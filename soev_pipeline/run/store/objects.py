@@ -58,6 +58,7 @@ VERDICTS = "verdicts.jsonl"
 SCORING = "scoring.json"
 REPORT = "report.json"
 HTML = "report.html"
+INDEX = "index.json"
 COMPACTION_HEADER = "soev_compaction"
 LISTING_TTL_S = 1.0
 """How long one process reuses a run's listing before asking the store again (a viewer's
@@ -353,7 +354,9 @@ class ObjectStore:
                     compacted.readline()
                     parts.append(compacted.read())
             parts += [bodies[item] for item in order]
-            if self.bucket.create(f"{run_id}/{name}", b"".join(parts)) is not None:
+            data = b"".join(parts)
+            if self.bucket.create(f"{run_id}/{name}", data) is not None:
+                self._keep_compaction(run_id, name, data, covers | listed)
                 break
         self._changed(run_id)
         latest, covers, _ = self.evidence_state(run_id, fresh=True)
@@ -362,11 +365,27 @@ class ObjectStore:
             self.bucket.delete([f"{run_id}/{name}" for name in covered])
             self._changed(run_id)
 
+    def _keep_compaction(
+        self, run_id: str, name: str, data: bytes, covers: frozenset[str] | set[str]
+    ) -> None:
+        """Keep the compaction this process just created as if it had downloaded it: the
+        readers after it (grading) need not download it again."""
+        path = self._objects(run_id) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
+        with naming(path):
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        with self._guard:
+            self._compactions[(run_id, name)] = frozenset(covers)
+
     # Scorings
 
-    def refresh_scorings(self, run_id: str) -> None:
-        """Download the scorings' files this process has not: all small ones, and the
-        verdicts and HTML of the latest graded and the latest reported scoring."""
+    def refresh_scorings(self, run_id: str, *, verdicts: bool = True) -> None:
+        """Download the scorings' files this process has not, all at once: the small ones,
+        and the saved index and (with `verdicts`) the verdicts of the latest graded and the
+        latest reported scoring. Never the HTML report: no reader opens it from here (it is
+        written, then published, by the command that makes it)."""
         files: dict[str, set[str]] = {}
         for name in self._listing(run_id):
             parts = name.split("/")
@@ -375,14 +394,27 @@ class ObjectStore:
         graded = [number for number in sorted(files) if SCORING in files[number]]
         reported = [number for number in sorted(files) if REPORT in files[number]]
         whole = {*graded[-1:], *reported[-1:]}
+        wanted: list[tuple[str, Path]] = []
         for number, names in files.items():
             folder = self.run_dir(run_id) / SCORINGS / number
             folder.mkdir(parents=True, exist_ok=True)
-            for name in sorted(names - {CLAIM}):
-                if name in (VERDICTS, HTML) and number not in whole:
+            for name in sorted(names - {CLAIM, HTML}):
+                if name in (VERDICTS, INDEX) and number not in whole:
+                    continue
+                if name == VERDICTS and not verdicts:
                     continue
                 if not (folder / name).exists():
-                    self._download(run_id, f"{SCORINGS}/{number}/{name}", folder / name)
+                    wanted.append((f"{SCORINGS}/{number}/{name}", folder / name))
+        if len(wanted) > 1:
+            with ThreadPoolExecutor(min(FETCHES, len(wanted))) as pool:
+                list(pool.map(lambda item: self._download(run_id, *item), wanted))
+        elif wanted:
+            self._download(run_id, *wanted[0])
+
+    def fetch(self, run_id: str, name: str) -> None:
+        path = self.run_dir(run_id) / name
+        if not path.exists():
+            self._download(run_id, name, path)
 
     def new_scoring(self, run_id: str) -> Path:
         names = self._listing(run_id, fresh=True)
