@@ -101,7 +101,7 @@ def _query_terms(fragment: str) -> set[int]:
     return set(map(hash, pairwise(tokens)))
 
 
-NORMALIZED_UNITS = 8192
+NORMALIZED_UNITS = 1024
 """The most normalized unit texts a `QuoteIndex` keeps; past it, it starts afresh."""
 _BLOCK = 4096
 """Units indexed at a time by `QuoteIndex.build`."""

@@ -16,7 +16,7 @@ Match = Literal["hierarchical", "exact"]
 """How a cited id meets a source: `hierarchical` (the source is the id or above it) or `exact`."""
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=8192)
 def segments(source_id: str) -> tuple[str, ...]:
     """Split `source_id` into its segments.
 

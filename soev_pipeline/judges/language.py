@@ -39,9 +39,9 @@ if TYPE_CHECKING:  # py3langid and numpy are imported with the model
 
 _NO_LANGUAGE = "zxx"  # the model's label for text without linguistic content
 
-CACHED_TEXTS = 16_384
+CACHED_TEXTS = 4096
 """The most texts a detector remembers the answer of; past it, it starts afresh."""
-CACHED_WORDS = 131_072
+CACHED_WORDS = 16_384
 """The most (state, word) walks a detector remembers; past it, it starts afresh."""
 
 MAX_CHARS = 2000

@@ -74,7 +74,7 @@ def letter_words(sentence: str) -> list[str]:
     return [word for token in sentence.split() if (word := _letter_word(token))]
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=8192)
 def _letter_word(token: str) -> str | None:
     """The word of language that `token` is, or None (see `letter_words`); remembered,
     since replies repeat their words."""
