@@ -179,7 +179,7 @@ class _Scorer:
         self._pc: Any = identifier.nb_pc
         self._nextmove: Any = identifier.tk_nextmove
         self._rowbase: list[int] = [row << 8 for row in identifier.tk_row]
-        self._output: list[int] = list(identifier.tk_output)
+        self._output: list[int] = identifier.tk_output
         first: dict[str, int] = {}
         self._aliases: list[tuple[int, int]] = []
         for index, label in enumerate(self._classes):
