@@ -31,6 +31,7 @@ table says whether they did.
     python bench/grade.py --units 2000 --attempts 500 --repeat 1   # a quick smoke test
     python bench/grade.py --units 5000 --kinds 2000          # grading seconds per kind
     python bench/grade.py --units 5000 --crossover 50 100 200 400  # when workers pay
+    python bench/grade.py --units 5000 --profile 25          # where grading's CPU goes
 """
 
 from __future__ import annotations
@@ -334,6 +335,88 @@ def kinds(folder: Path, count: int) -> None:
         sys.stdout.write(f"  {kind:30}{value:8.2f} s {share:>6}   {shown}\n")
 
 
+PHASES = [
+    ("read evidence (archive lines to models)", "soev_pipeline/run/archive.py", "iter_attempts"),
+    ("grade the chunked kinds", "soev_pipeline/run/grading.py", "grade"),
+    ("  evaluate the criteria (registry)", "soev_pipeline/criteria/registry.py", "evaluate"),
+    ("  detect languages", "soev_pipeline/judges/language.py", "detect"),
+    ("write verdicts lines", "soev_pipeline/run/grading.py", "_write"),
+]
+"""Functions whose cumulative time stands for a phase of grading: (label, file, name)."""
+
+
+def profile(folder: Path, top: int) -> None:
+    """Grade the run here, serially, under cProfile; print where the time goes.
+
+    The project is loaded and the corpus indexed before the profiler starts: what it sees
+    is `run.service.grade` in one process (`SOEV_GRADE_WORKERS=1`), from the first
+    evidence line read to the last verdicts line written. Printed: the phases (the
+    cumulative time of the function that stands for each), each kind's evaluator, and
+    the `top` functions by cumulative and by own time, each with its share of the total.
+    """
+    import cProfile
+    import pstats
+
+    from soev_pipeline.project import load
+    from soev_pipeline.run import RunArchive
+    from soev_pipeline.run.service import grade
+
+    os.environ["SOEV_GRADE_WORKERS"] = "1"
+    loaded = load(folder / "project.yaml")
+    _warm(loaded)
+    archive = RunArchive(folder / "runs", RUN_ID)
+    for scoring in archive.scorings():
+        shutil.rmtree(scoring)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    scoring = asyncio.run(grade(loaded, archive, judge=None, offline=True))
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total: float = stats.total_tt  # type: ignore[attr-defined]
+    attempts = scoring.summary.attempts
+
+    def where(key: Any) -> str:
+        file, line, name = key
+        if file == "~":
+            return name
+        for marker in ("soev_pipeline/", "site-packages/", "lib/python3"):
+            if marker in file:
+                file = file[file.index(marker) + len(marker) :]
+                break
+        return f"{file}:{line}({name})"
+
+    def cumulative(file: str, name: str) -> float:
+        """The largest cumulative time of a function `name` of `file` (an outer one holds
+        the inner ones it calls, such as a detector that wraps another)."""
+        found = [v[3] for k, v in raw.items() if k[0].endswith(file) and k[2] == name]
+        return max(found, default=0.0)
+
+    out = sys.stdout
+    out.write(f"{attempts:,} attempts graded in one process: {total:.2f} s under the profiler, ")
+    out.write(f"{1000 * total / max(attempts, 1):.2f} ms an attempt\n\nphases (cumulative)\n")
+    for label, file, name in PHASES:
+        seconds = cumulative(file, name)
+        out.write(f"  {label:50}{seconds:8.2f} s {100 * seconds / total:5.1f} %\n")
+    out.write("\nkinds (cumulative time of the evaluator)\n")
+    by_kind = []
+    for name in loaded.registry:
+        code = getattr(loaded.registry.get(name).evaluator, "__code__", None)
+        if code is not None:
+            key = (code.co_filename, code.co_firstlineno, code.co_name)
+            by_kind.append((raw.get(key, (0, 0, 0, 0.0))[3], name))
+    for seconds, name in sorted(by_kind, reverse=True):
+        if seconds > 0:
+            out.write(f"  {name:50}{seconds:8.2f} s {100 * seconds / total:5.1f} %\n")
+    for title, column in (("cumulative", 3), ("own", 2)):
+        out.write(f"\ntop {top} functions by {title} time\n")
+        ranked = sorted(raw.items(), key=lambda item: -item[1][column])[:top]
+        for key, value in ranked:
+            seconds = value[column]
+            share = 100 * seconds / total
+            out.write(f"  {seconds:8.2f} s {share:5.1f} % {value[1]:>9,} calls  {where(key)}\n")
+
+
 def crossover(folder: Path, sizes: list[int], repeat: int) -> None:
     """Grade the first n attempts in one process and with two workers, for each n."""
     from soev_pipeline.core.ports import CriterionContext
@@ -424,6 +507,12 @@ def main() -> None:
         metavar="N",
         help="time grading the first N attempts in one process and with two workers",
     )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="TOP",
+        help="grade in one process under cProfile; print the phases, kinds and TOP functions",
+    )
     parser.add_argument("--make", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rescore", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--report-json", type=Path, help=argparse.SUPPRESS)
@@ -437,10 +526,12 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as scratch:
         root = args.data or Path(scratch)
-        if args.kinds or args.crossover:
+        if args.kinds or args.crossover or args.profile:
             folder = _data(root, args.units[0], args.attempts, args.seed)
             if args.kinds:
                 kinds(folder, args.kinds)
+            elif args.profile:
+                profile(folder, args.profile)
             else:
                 crossover(folder, args.crossover, args.repeat)
             return

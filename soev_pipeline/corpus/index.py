@@ -101,6 +101,8 @@ def _query_terms(fragment: str) -> set[int]:
     return set(map(hash, pairwise(tokens)))
 
 
+NORMALIZED_UNITS = 1024
+"""The most normalized unit texts a `QuoteIndex` keeps; past it, it starts afresh."""
 _BLOCK = 4096
 """Units indexed at a time by `QuoteIndex.build`."""
 
@@ -161,6 +163,9 @@ class QuoteIndex:
         self._starts = starts
         self._postings = postings
         self._hash_mask = hash_mask
+        self._texts: dict[int, str] = {}
+        """The normalized texts of the units that `find` checked: a quote that comes back
+        (the attempts of a case quote the same articles) is checked against the same units."""
 
     @classmethod
     def build(cls, units: Sequence[CorpusUnit]) -> QuoteIndex:
@@ -237,7 +242,14 @@ class QuoteIndex:
         if not fragments:
             return None
         for position in self.candidates(fragments):
-            unit = self._units[position]
-            if holds(normalize_text(unit.text), fragments):
-                return unit.id
+            if holds(self._normalized(position), fragments):
+                return self._units[position].id
         return None
+
+    def _normalized(self, position: int) -> str:
+        text = self._texts.get(position)
+        if text is None:
+            if len(self._texts) >= NORMALIZED_UNITS:
+                self._texts.clear()
+            text = self._texts[position] = normalize_text(self._units[position].text)
+        return text

@@ -9,6 +9,7 @@ items, headings and table rows are blocks of their own.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Abbreviations that are followed by a noun, a name or a number inside a sentence: a period
@@ -37,6 +38,7 @@ _BLOCK_START = re.compile(r"^\s*(?:[-*+•]\s+|\d{1,3}[.)]\s+|#{1,6}\s+|>\s*|\|)
 _MARKUP = re.compile(r"^\s*(?:[-*+•]\s+|\d{1,3}[.)]\s+|#{1,6}\s+|>\s*)+")
 _LETTER_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _EDGE_PUNCTUATION = "\"'“”‘’«»()[]{}*_`.,;:!?…"
+_EDGE_PUNCTUATION_NO_PERIOD = _EDGE_PUNCTUATION.replace(".", "")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -69,17 +71,21 @@ def letter_words(sentence: str) -> list[str]:
     or more letters ("BW", "UWV") are no evidence of a language, so they are left out:
     "Conform art. 8:1 Awb." has one word.
     """
-    words: list[str] = []
-    for token in sentence.split():
-        core = token.strip(_EDGE_PUNCTUATION.replace(".", ""))
-        if core.casefold() in _NEVER_FINAL or core.casefold() in _MAYBE_FINAL:
-            continue
-        word = core.strip(_EDGE_PUNCTUATION)
-        if word in _LAW_NAMES or (len(word) > 1 and word.isupper()):
-            continue
-        if _LETTER_WORD.fullmatch(word):
-            words.append(word)
-    return words
+    return [word for token in sentence.split() if (word := _letter_word(token))]
+
+
+@functools.lru_cache(maxsize=8192)
+def _letter_word(token: str) -> str | None:
+    """The word of language that `token` is, or None (see `letter_words`); remembered,
+    since replies repeat their words."""
+    core = token.strip(_EDGE_PUNCTUATION_NO_PERIOD)
+    folded = core.casefold()
+    if folded in _NEVER_FINAL or folded in _MAYBE_FINAL:
+        return None
+    word = core.strip(_EDGE_PUNCTUATION)
+    if word in _LAW_NAMES or (len(word) > 1 and word.isupper()):
+        return None
+    return word if _LETTER_WORD.fullmatch(word) else None
 
 
 def _blocks(text: str) -> list[str]:

@@ -202,3 +202,42 @@ def test_the_head_ends_at_a_word_boundary(text: str, size: int, head: str) -> No
 def test_max_chars_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="max_chars"):
         LangidDetector(max_chars=0)
+
+
+def scored_texts() -> list[str]:
+    """Texts of every sort the detector meets: the demo corpus's articles, the judge's
+    prompts, the paragraphs and sentences of the docs, and odd ones."""
+    docs = [
+        paragraph
+        for page in sorted((REPO / "docs").glob("*.md"))
+        for paragraph in page.read_text(encoding="utf-8").split("\n\n")
+    ]
+    sentences = [sentence for text in docs for sentence in re.split(r"(?<=[.!?])\s+", text)]
+    odd = ["", " ", "a", "123", "ZES WEKEN BEZWAAR", "Ünïcödé €€ 日本語", "\ud800 los", "a  b\tc "]
+    texts = [*dutch_articles(), *english_prompts(), *docs, *sentences]
+    return [*texts[::4], *SHORT_DUTCH, *odd]
+
+
+@pytest.mark.parametrize("languages", [DEFAULT_LANGUAGES, None, ["nl", "en"]])
+def test_every_answer_and_score_is_py3langids_own(languages: list[str] | None) -> None:
+    """The detector's own walk and scoring give the scores of `LanguageIdentifier`, bit for
+    bit, and so the label its `rank` puts first."""
+    detector = LangidDetector(languages=languages)
+    identifier, scorer = detector._identifier, detector._scorer
+    featureless = identifier.rank("")
+    texts = scored_texts()
+    assert len(texts) > 600
+    for text in texts:
+        encoded = identifier._encode(text)
+        assert scorer._scores(encoded).tobytes() == identifier._decide(text).tobytes(), text
+        ranked = identifier.rank(text)
+        assert scorer.best(text) == (None if ranked == featureless else ranked[0][0]), text
+
+
+def test_an_answer_is_remembered_and_an_error_raised_again(detector: LangidDetector) -> None:
+    text = "De werkgever is aansprakelijk voor de schade."
+    assert detector.detect(text) == detector.detect(text) == "nl"
+    assert detector._answers[text] == "nl"
+    for _ in range(2):
+        with pytest.raises(LanguageDetectionError, match=r"no (language|linguistic)"):
+            detector.detect("xyz")
