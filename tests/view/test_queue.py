@@ -46,6 +46,7 @@ def test_the_queue_offers_each_judged_item_once_the_judges_fails_first(
     assert "0 of 20 items of behaviour.expected labelled" in page
     assert "Jan de Vries woont op de Dorpsstraat 1." in page  # the reply to label
     assert 'value="anna"' in page  # the reviewer's name, remembered
+    assert "<code>behaviour</code>" in page and "`" not in page  # the summary's code, set
 
     page = _save(app, page, "false")
     assert "Saved: your label of priv-001 · behaviour.expected is in labels/labels.jsonl." in page
