@@ -57,10 +57,9 @@ from .viewing import write_html
 def _after_the_run() -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
     templates compiled, a figure drawn: `html_report.warm`), to record the run (Dagster's
-    storage too: `record.load_storage_modules`), and to print its report."""
+    storage too: `record.load_storage_modules`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
     importlib.import_module("soev_pipeline.orchestration.record").load_storage_modules()
-    importlib.import_module("pandas")
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:

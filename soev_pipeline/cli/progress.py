@@ -67,8 +67,8 @@ class TerminalProgress(Progress):
 class Preloading(TerminalProgress):
     """The terminal display, which also calls `preload` while the attempts run.
 
-    What a command needs after its run (Dagster, to record it; pandas, to print its
-    tables) takes a second or two to import: on a thread of its own, the import overlaps
+    What a command needs after its run (Dagster, to record it; the HTML report's templates
+    and plot library) takes a second or two to import: on a thread of its own, the import overlaps
     the attempts, which mostly wait on the system under test (`bench/throughput.py` has
     the figures). The import is waited for when grading starts, before grading may fork
     its workers: a fork in the middle of an import could leave a worker with a module

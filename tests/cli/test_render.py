@@ -3,7 +3,12 @@ attempts that did not run, inconclusive comparisons and plans that cannot answer
 
 from __future__ import annotations
 
-from soev_pipeline.cli.render import render_comparison, render_plan, render_report
+from soev_pipeline.cli.render import (
+    FAILING_CASES_SHOWN,
+    render_comparison,
+    render_plan,
+    render_report,
+)
 from soev_pipeline.run import GradedAttempt, GradingSummary, build_manifest, build_report
 from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
 from soev_pipeline.run.plan import GroupPlan
@@ -98,3 +103,43 @@ def test_a_comparison_says_what_the_attempts_that_did_not_run_could_hide() -> No
     assert "-1.5 pt (0.500)" in harmless
     every = render_comparison(compare_rates(_hidden(0)[1], _hidden(0)[1]))
     assert "worst case" not in every and "hide" not in every
+
+
+def test_the_text_report_lists_the_first_failing_cases_and_counts_the_rest() -> None:
+    manifest = build_manifest(
+        run_id="r1", project="p", suites=["kern"], split=None, k=1, cases=[], shas={}
+    ).model_copy(update={"cases": {f"c{i:03d}": f"d{i}" for i in range(FAILING_CASES_SHOWN + 7)}})
+    graded = [
+        GradedAttempt(
+            case_id=f"c{i:03d}",
+            suite="kern",
+            split="dev",
+            attempt=0,
+            score=0.0,
+            passed=False,
+            verdicts=(),
+        )
+        for i in range(FAILING_CASES_SHOWN + 7)
+    ]
+    text = render_report(build_report(manifest, graded, scoring=_summary()))
+    assert f"dev cases that did not pass every attempt ({FAILING_CASES_SHOWN + 7}):" in text
+    listed = [line for line in text.splitlines() if line.startswith("  c")]
+    assert len(listed) == FAILING_CASES_SHOWN
+    assert (
+        "  … and 7 more: `report r1 --json` lists every case, `soev-evals view` shows them" in text
+    )
+
+
+def test_a_table_aligns_names_left_and_figures_right_without_pandas() -> None:
+    from soev_pipeline.cli.render import _table
+
+    rows = [
+        {"group": "kern", "cases": 12, "rate": "77.8 % [54.1–91.2]"},
+        {"group": "privacy-long", "cases": 3, "rate": None},
+    ]
+    assert _table(rows, ["group", "cases", "rate"]).splitlines() == [
+        "group         cases                rate",
+        "kern             12  77.8 % [54.1–91.2]",
+        "privacy-long      3                   —",
+    ]
+    assert _table([], ["suite"]) == "(no suite with attempts)"
