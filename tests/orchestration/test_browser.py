@@ -12,7 +12,7 @@ import pytest
 from soev_pipeline.orchestration.instance import ensure_instance
 from tests.conftest import write_project
 from tests.support.dagster_ui import DagsterUI
-from tests.support.parts import ARGS, CHROMIUM, need_chromium
+from tests.support.parts import chromium
 from tests.support.thread_api import FakeThreadAPI, Reply
 
 pytestmark = pytest.mark.e2e
@@ -24,11 +24,7 @@ def _answer(text: str, history: list[str]) -> Reply:
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    need_chromium()
-    import playwright.sync_api as playwright
-
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as browser:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         opened = context.new_page()
         opened.set_default_timeout(30_000)
@@ -36,7 +32,6 @@ def page(tmp_path: Path) -> Iterator[Any]:
             yield opened
         finally:
             opened.screenshot(path=str(tmp_path / "last.png"))
-            browser.close()
 
 
 def _dismiss_welcome(page: Any) -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +43,18 @@ def need_chromium() -> None:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         need(False, "Playwright is not installed")
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium driven by Playwright (`need_chromium` first), closed on the way
+    out: the one way the browser tests start it."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.chat_completions import FakeChatCompletions
 from tests.support.cli import invoke
-from tests.support.parts import ARGS, CHROMIUM, need_chromium
+from tests.support.parts import chromium
 from tests.support.project import SECRET, TEST_IDS, legal_answer, write_project
 from tests.support.thread_api import FakeThreadAPI, Reply
 from tests.view.conftest import Viewer
@@ -69,15 +69,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import load
 from tests.support.chat_completions import FakeChatCompletions
 from tests.support.cli import invoke
-from tests.support.parts import ARGS, CHROMIUM, need_chromium
+from tests.support.parts import chromium
 from tests.support.project import SECRET, TEST_IDS, write_project
 from tests.view.conftest import MOMENT, Viewer, make_run
 
@@ -47,23 +47,16 @@ def judged(
 
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            opened = context.new_page()
-            opened.set_default_timeout(30_000)
-            problems: list[str] = []
-            opened.on("console", lambda message: problems.append(message.text))
-            opened.on("pageerror", lambda error: problems.append(str(error)))
-            opened.problems = problems  # a test that expects one takes it out
-            yield opened
-            assert problems == []
-        finally:
-            browser.close()
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        opened = context.new_page()
+        opened.set_default_timeout(30_000)
+        problems: list[str] = []
+        opened.on("console", lambda message: problems.append(message.text))
+        opened.on("pageerror", lambda error: problems.append(str(error)))
+        opened.problems = problems  # a test that expects one takes it out
+        yield opened
+        assert problems == []
 
 
 def _item(page: Any) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from soev_pipeline.core import Evidence, Failure
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import LoadedProject, load
 from soev_pipeline.view import write_html_report
-from tests.support.parts import ARGS, CHROMIUM, need_chromium
+from tests.support.parts import chromium
 from tests.support.project import write_project
 from tests.view.conftest import MOMENT, Viewer, evidence_of, make_run
 
@@ -102,15 +102,8 @@ def project(tmp_path_factory: pytest.TempPathFactory, detector: LangidDetector) 
 @pytest.fixture(scope="module")
 def browser(project: Path) -> Iterator[Any]:
     """Chromium, started after the runs are made: Playwright's loop would stop theirs."""
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
