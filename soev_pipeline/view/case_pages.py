@@ -423,14 +423,10 @@ def unit_origin(store: RunStore, run_id: str | None, case_id: str | None) -> tup
     can name any run and case, and a test case is never named."""
     if not run_id or not case_id:
         return None
-    try:
-        archive, _manifest = store.archive(run_id)
-    except NotFound:
-        return None
-    index = store.index(archive)
+    index = store.index_of(run_id)
     if index is None or case_id not in index.cases or not store.shown(case_id):
         return None
-    return archive.run_id, case_id
+    return run_id, case_id
 
 
 def unit_page(

@@ -391,9 +391,5 @@ def _in_run(store: RunStore, run_id: str | None, case_id: str) -> bool:
     """Whether the run has a graded attempt of the case, so its case page answers."""
     if run_id is None:
         return False
-    try:
-        archive, _manifest = store.archive(run_id)
-    except NotFound:
-        return False
-    index = store.index(archive)
+    index = store.index_of(run_id)
     return index is not None and bool(index.graded(case_id))

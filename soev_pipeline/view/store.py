@@ -223,6 +223,15 @@ class RunStore:
             ),
         )
 
+    def index_of(self, run_id: str) -> RunIndex | None:
+        """The index of run `run_id` as `index` gives it; None when there is no such run
+        (an address may name any) or it has no report yet."""
+        try:
+            archive, _manifest = self.archive(run_id)
+        except NotFound:
+            return None
+        return self.index(archive)
+
     def baseline(self, manifest: Manifest, wanted: str) -> RunArchive | None:
         """The baseline a comparison page asks for: a run id, or `previous`.
 
