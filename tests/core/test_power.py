@@ -10,16 +10,14 @@ import pytest
 from soev_pipeline.core.power import (
     CasePopulation,
     Rest,
-    _beside_normal,
-    beside,
     cases_needed,
     change_probabilities,
     detectable_drop,
     population_from_attempts,
     population_from_pairs,
     power,
-    sign_test_power,
 )
+from soev_pipeline.core.sign_test import _beside_normal, beside, sign_test_power
 from soev_pipeline.core.stats import EXACT_UP_TO, sign_test
 
 approx = pytest.approx
@@ -96,7 +94,7 @@ def test_sign_test_power_sums_the_multinomial() -> None:
 
 def test_critical_values_agree_with_the_sign_test_past_the_exact_range() -> None:
     # the stepwise tail beyond EXACT_UP_TO decides as the sign test does
-    from soev_pipeline.core.power import _critical
+    from soev_pipeline.core.sign_test import _critical
 
     for changed in [*range(1, 40), *range(EXACT_UP_TO - 3, EXACT_UP_TO + 300, 7), 5000]:
         c = _critical(changed, 0.05)
