@@ -48,9 +48,10 @@ from functools import cache
 import numpy as np
 
 from soev_pipeline.core.stats import ALPHA, holm, overall_first, sign_test, verdict
-from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
+from soev_pipeline.run.compare import compare_rates
 from soev_pipeline.run.plan import plan
 from soev_pipeline.run.results import Comparison
+from soev_pipeline.run.run_attempts import CaseAttempts, RunAttempts
 from soev_pipeline.run.unrun import tally
 
 BETAS = {

@@ -27,19 +27,18 @@ from soev_pipeline.project import (
     write_seal,
 )
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
-from soev_pipeline.run.compare import (
-    compare_rates,
-    compare_runs,
-    latest_run,
-    previous_attempts,
-    previous_run,
-    read_attempts,
-)
+from soev_pipeline.run.compare import compare_rates, compare_runs
 from soev_pipeline.run.heap import frozen_heap
 from soev_pipeline.run.junit import write_junit
 from soev_pipeline.run.manifest import check_same_project
 from soev_pipeline.run.plan import plan
 from soev_pipeline.run.report import read_report
+from soev_pipeline.run.run_attempts import (
+    latest_run,
+    previous_attempts,
+    previous_run,
+    read_attempts,
+)
 from soev_pipeline.run.service import RunSelection
 
 from .calibrating import calibrated_report

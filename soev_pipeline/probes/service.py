@@ -25,8 +25,8 @@ from soev_pipeline.core.ports import Judge, ReportsStats
 from soev_pipeline.project import LoadedProject, probes_file
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import RunArchive
-from soev_pipeline.run.compare import latest_run
 from soev_pipeline.run.manifest import check_same_project
+from soev_pipeline.run.run_attempts import latest_run
 
 from .builders import PROBES, Probe, Probed, Target, generator
 from .items import check_criteria, counts_by_source, label_targets, run_targets, select

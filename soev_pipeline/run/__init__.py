@@ -2,7 +2,7 @@
 
 from .archive import RunArchive, check_run_id, list_runs, new_run_id
 from .attempts import plan_attempts, run_attempts, select_cases
-from .compare import compare_rates, compare_runs, previous_run, read_attempts
+from .compare import compare_rates, compare_runs
 from .grading import grade_attempt, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable
 from .report import build_report, read_report
@@ -20,6 +20,7 @@ from .results import (
     Report,
     StatusCounts,
 )
+from .run_attempts import previous_run, read_attempts
 from .scoring import (
     AttemptScore,
     CaseFigures,

@@ -24,8 +24,8 @@ from soev_pipeline.core.chars import xml_safe
 from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.text import shorten
 
-from .compare import CaseAttempts, RunAttempts
 from .results import CaseResult, Comparison, Report
+from .run_attempts import CaseAttempts, RunAttempts
 
 TEST_SPLIT = "test split"
 COMPARISON = "comparison"

@@ -25,8 +25,8 @@ from soev_pipeline.core.power import (
     population_from_pairs,
 )
 
-from .compare import CaseAttempts, RunAttempts
 from .results import Comparison, PairedGroup
+from .run_attempts import CaseAttempts, RunAttempts
 
 DEFAULT_DROP = 0.10
 MIN_CASES_NEEDED = 5

@@ -26,7 +26,7 @@ from .archive import (
     open_regular,
     write_json_atomically,
 )
-from .compare import AttemptsCollector, RunAttempts, compare_rates
+from .compare import compare_rates
 from .grading import iter_graded
 from .manifest import Manifest
 from .plan import group_drop
@@ -41,6 +41,7 @@ from .results import (
     Report,
     StatusCounts,
 )
+from .run_attempts import AttemptsCollector, RunAttempts
 from .scoring import AttemptScore, aggregate, case_figures
 from .unrun import INTERRUPTED, AttemptLedger, read_ledger, too_many
 

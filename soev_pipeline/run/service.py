@@ -30,12 +30,12 @@ from .attempts import (
     run_attempts,
     select_cases,
 )
-from .compare import previous_attempts
 from .grading import MAX_CHUNK, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
 from .report import build_report, write_report
 from .results import GradingSummary, Report
+from .run_attempts import previous_attempts
 from .stream import ArchivedStream
 from .unrun import read_ledger
 

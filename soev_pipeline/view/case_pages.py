@@ -14,8 +14,9 @@ from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.core.models import Case
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.run.archive import RunArchive
-from soev_pipeline.run.compare import CaseAttempts, paired_attempts
+from soev_pipeline.run.compare import paired_attempts
 from soev_pipeline.run.results import Comparison, GradedAttempt
+from soev_pipeline.run.run_attempts import CaseAttempts
 
 from .attempts import (
     AttemptView,

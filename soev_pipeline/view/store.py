@@ -26,9 +26,10 @@ from soev_pipeline.probes import SavedProbing, read_probing
 from soev_pipeline.project import LoadedProject, ProjectPaths, probes_file
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.run.archive import SCORINGS, VERDICTS, RunArchive, check_run_id, list_runs
-from soev_pipeline.run.compare import RunAttempts, compare_runs, previous_run, read_attempts
+from soev_pipeline.run.compare import compare_runs
 from soev_pipeline.run.manifest import Manifest
 from soev_pipeline.run.results import Comparison, Report
+from soev_pipeline.run.run_attempts import RunAttempts, previous_run, read_attempts
 
 from .index import RunIndex
 from .saved_index import INDEX, open_index

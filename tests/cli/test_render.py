@@ -10,9 +10,10 @@ from soev_pipeline.cli.render import (
     render_report,
 )
 from soev_pipeline.run import GradedAttempt, GradingSummary, build_manifest, build_report
-from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
+from soev_pipeline.run.compare import compare_rates
 from soev_pipeline.run.plan import GroupPlan
 from soev_pipeline.run.results import UnrunTally
+from soev_pipeline.run.run_attempts import CaseAttempts, RunAttempts
 
 
 def _summary() -> GradingSummary:

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates, paired_attempts
+from soev_pipeline.run.compare import compare_rates, paired_attempts
 from soev_pipeline.run.results import UnrunTally
+from soev_pipeline.run.run_attempts import CaseAttempts, RunAttempts
 
 P = True
 F = False

@@ -12,8 +12,8 @@ from junitparser import Failure, JUnitXml
 from soev_pipeline.core import Verdict
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import GradedAttempt, GradingSummary, build_manifest, build_report
-from soev_pipeline.run.compare import attempts_from_graded
 from soev_pipeline.run.junit import TEST_SPLIT, write_junit
+from soev_pipeline.run.run_attempts import attempts_from_graded
 
 
 def _attempt(case_id: str, suite: str, split: str, attempt: int, passed: bool) -> GradedAttempt:

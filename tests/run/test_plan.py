@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from soev_pipeline.core.power import CasePopulation, Rest, cases_needed, detectable_drop
-from soev_pipeline.run.compare import CaseAttempts, RunAttempts, compare_rates
+from soev_pipeline.run.compare import compare_rates
 from soev_pipeline.run.plan import group_drop, group_population, plan
+from soev_pipeline.run.run_attempts import CaseAttempts, RunAttempts
 
 
 def _run(run_id: str, cases: dict[str, tuple[str, tuple[bool, ...]]], k: int) -> RunAttempts:

@@ -263,8 +263,8 @@ def test_attempts_that_did_not_run_count_as_failed_and_are_listed(tmp_path: Path
     # read back from report.json, verdicts.jsonl and the evidence: the same report
     assert read_report(archive) == built
 
-    from soev_pipeline.run.compare import read_attempts
     from soev_pipeline.run.junit import junit_xml
+    from soev_pipeline.run.run_attempts import read_attempts
 
     root = junit_xml(built, read_attempts(archive)).getroot()
     (suite,) = root.findall("testsuite")

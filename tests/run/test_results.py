@@ -21,7 +21,7 @@ from soev_pipeline.run import (
     build_manifest,
     build_report,
 )
-from soev_pipeline.run.compare import RunAttempts, attempts_from_graded
+from soev_pipeline.run.run_attempts import RunAttempts, attempts_from_graded
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLIC_VERDICT_KEYS = ["kind", "status", "detail", "weight", "gate"]

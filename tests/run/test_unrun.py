@@ -10,8 +10,8 @@ import pytest
 
 from soev_pipeline.core.models import Evidence, Failure, Turn
 from soev_pipeline.run import RunArchive, build_manifest
-from soev_pipeline.run.compare import attempts_from_graded
 from soev_pipeline.run.results import GradedAttempt
+from soev_pipeline.run.run_attempts import attempts_from_graded
 from soev_pipeline.run.unrun import (
     INTERRUPTED,
     did_not_run,
