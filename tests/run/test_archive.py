@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,6 +203,41 @@ def test_one_command_holds_a_run_at_a_time(runs: RunsDir) -> None:
         [sys.executable, "-c", HOLD, str(runs)], capture_output=True, text=True, cwd=REPO
     )
     assert again.stdout == "held\n", again.stderr
+
+
+def test_a_refused_command_names_the_holder_that_is_still_writing_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder writes who it is just after it takes the lock: a reader in between waits."""
+    from soev_pipeline.run.store import local
+
+    path = tmp_path / "lock"
+    path.write_text("")
+    record = {"pid": os.getpid(), "host": local.socket.gethostname(), "purpose": "run"}
+    with path.open("a+", encoding="utf-8") as file:
+        writer = threading.Timer(0.2, lambda: path.write_text(json.dumps(record)))
+        writer.start()
+        try:
+            assert local._holder(file).startswith(f"soev-evals run (pid {os.getpid()} on ")
+        finally:
+            writer.join()
+        # a killed holder's record (a pid that is gone) names no one, not the dead process
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        path.write_text(json.dumps({**record, "pid": int(dead.stdout)}))
+        monkeypatch.setattr(local, "_HOLDER_WAIT", 0.05)
+        assert local._holder(file) == "another command"
+
+
+def test_a_released_lock_keeps_no_record_of_its_holder(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    with archive.locked("run"):
+        assert '"purpose": "run"' in (tmp_path / "r1" / "lock").read_text()
+    assert (tmp_path / "r1" / "lock").read_text() == ""
 
 
 HOLD = """

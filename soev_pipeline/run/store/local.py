@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
@@ -72,16 +73,43 @@ class EvidenceWriter:
 
 
 _HELD: dict[Path, list[Any]] = {}
+_HOLDER_WAIT = 2.0
+"""How long a refused command waits for the holder's record before it names no one."""
 _GUARD = threading.Lock()
 
 
-def _holder(file: IO[str]) -> str:
+def _read_holder(file: IO[str]) -> dict[str, Any] | None:
     file.seek(0)
     try:
         raw = json.loads(file.read(4096) or "{}")
     except ValueError:
-        raw = {}
-    if not isinstance(raw, dict) or "pid" not in raw:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("pid"), int):
+        return None
+    if raw.get("host") == socket.gethostname() and not _alive(raw["pid"]):
+        return None  # a killed holder's record, about to be replaced by the new holder's
+    return raw
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+def _holder(file: IO[str]) -> str:
+    # the holder writes its record just after it takes the lock: a reader in between sees an
+    # empty or half-written file, so it looks again for a moment before it gives up on a name
+    raw = _read_holder(file)
+    deadline = time.monotonic() + _HOLDER_WAIT
+    while raw is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        raw = _read_holder(file)
+    if raw is None:
         return "another command"
     return (
         f"soev-evals {raw.get('purpose', '?')} (pid {raw['pid']} on {raw.get('host', '?')}, "
@@ -145,6 +173,8 @@ def run_lock(run_dir: Path, purpose: str) -> Iterator[None]:
                     with suppress(OSError):
                         (run_dir / LOCK).unlink()
                         run_dir.rmdir()
+                with suppress(OSError):
+                    entry[0].truncate(0)  # no record of a holder that has let go
                 fcntl.flock(entry[0].fileno(), fcntl.LOCK_UN)
                 entry[0].close()
 
