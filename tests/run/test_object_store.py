@@ -239,3 +239,32 @@ def test_the_compacting_process_reads_its_compaction_without_downloading_it(
             ("c", 0),
         ]
     )
+
+
+def test_a_reader_lists_the_run_while_it_downloads_the_manifest(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh viewer's first page waits for one request less: the listing that it asks for
+    next is on its way while the manifest downloads, and is not asked for twice."""
+    url = s3.url()
+    _archive(url)
+    fresh = ObjectStore(url)  # another process
+    get, listed = fresh.bucket.get, fresh.bucket.list
+    listing = threading.Event()
+    calls: list[str] = []
+
+    def recorded_list(prefix: str, *, delimiter: bool = False) -> list[str]:
+        calls.append(prefix)
+        listing.set()
+        return listed(prefix, delimiter=delimiter)
+
+    def waiting_get(name: str) -> tuple[bytes, str] | None:
+        if name.endswith("manifest.json"):
+            calls.append("manifest" if listing.wait(30) else "manifest, alone")
+        return get(name)
+
+    monkeypatch.setattr(fresh.bucket, "list", recorded_list)
+    monkeypatch.setattr(fresh.bucket, "get", waiting_get)
+    assert fresh.has_manifest("r1")
+    fresh.refresh_scorings("r1", verdicts=False)
+    assert sorted(calls) == ["manifest", "r1/"]

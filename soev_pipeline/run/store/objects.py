@@ -27,8 +27,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
@@ -82,6 +82,9 @@ class ObjectStore:
         self._seen: dict[str, frozenset[Name]] = {}
         self._next_batch: dict[str, int] = {}
         self._writers: dict[str, BatchWriter] = {}
+        self._coming: dict[str, Future[list[str]]] = {}
+        self._versions: dict[str, int] = {}
+        self._ahead = ThreadPoolExecutor(4, thread_name_prefix="soev-list")
 
     # Names and places
 
@@ -96,20 +99,48 @@ class ObjectStore:
         return self.cache / ".objects" / run_id
 
     def _listing(self, run_id: str, *, fresh: bool = False) -> list[str]:
-        """The names of the run's objects, below `<run_id>/`."""
+        """The names of the run's objects, below `<run_id>/`; one already on its way
+        (`_list_ahead`) is waited for rather than asked again."""
         with self._guard:
             found = self._listings.get(run_id)
             if found is not None and not fresh and time.monotonic() - found[0] < LISTING_TTL_S:
                 return found[1]
+            coming = None if fresh else self._coming.get(run_id)
+        if coming is not None:
+            with suppress(ProjectError):
+                return coming.result()
+        return self._list(run_id, self._version(run_id))
+
+    def _version(self, run_id: str) -> int:
+        with self._guard:
+            return self._versions.get(run_id, 0)
+
+    def _list(self, run_id: str, version: int) -> list[str]:
         started = time.monotonic()
         names = [name.split("/", 1)[1] for name in self.bucket.list(f"{run_id}/")]
         with self._guard:
-            self._listings[run_id] = (started, names)
+            if self._versions.get(run_id, 0) == version:  # no write of ours since it began
+                self._listings[run_id] = (started, names)
         return names
+
+    def _list_ahead(self, run_id: str) -> None:
+        """Start listing the run in the background, unless a listing is at hand: a reader
+        that opens a run lists it next, so its first page waits for one request less."""
+        with self._guard:
+            found = self._listings.get(run_id)
+            if found is not None and time.monotonic() - found[0] < LISTING_TTL_S:
+                return
+            coming = self._coming.get(run_id)
+            if coming is not None and not coming.done():
+                return
+            version = self._versions.get(run_id, 0)
+            self._coming[run_id] = self._ahead.submit(self._list, run_id, version)
 
     def _changed(self, run_id: str) -> None:
         with self._guard:
             self._listings.pop(run_id, None)
+            self._coming.pop(run_id, None)
+            self._versions[run_id] = self._versions.get(run_id, 0) + 1
 
     def _download(self, run_id: str, name: str, path: Path) -> bool:
         """Write the object to `path` (through a rename); False when it is gone."""
@@ -153,8 +184,13 @@ class ObjectStore:
         return None if entry is None else entry[0]
 
     def has_manifest(self, run_id: str) -> bool:
+        """Whether the run's manifest exists (downloaded once; the run's listing, which
+        every reader asks for next, is asked for meanwhile)."""
         path = self.run_dir(run_id) / MANIFEST
-        return path.exists() or self._download(run_id, MANIFEST, path)
+        if path.exists():
+            return True
+        self._list_ahead(run_id)
+        return self._download(run_id, MANIFEST, path)
 
     def create_run(self, run_id: str, manifest: str) -> bool:
         self.bucket.probe()
