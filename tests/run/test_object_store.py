@@ -17,6 +17,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.secrets import redact
 from soev_pipeline.run import RunArchive, build_manifest
 from soev_pipeline.run.store import ObjectStore, RunLockedError
+from soev_pipeline.run.store import bucket as bucket_module
 from soev_pipeline.run.store.bucket import Bucket
 from soev_pipeline.run.store.lease import Lease, lease_seconds
 from tests.support.moto import ENV, S3
@@ -268,3 +269,13 @@ def test_a_reader_lists_the_run_while_it_downloads_the_manifest(
     assert fresh.has_manifest("r1")
     fresh.refresh_scorings("r1", verdicts=False)
     assert sorted(calls) == ["manifest", "r1/"]
+
+
+def test_a_listing_reads_every_page(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    bucket = Bucket(s3.url())
+    monkeypatch.setattr(bucket_module, "LIST_PAGE", 2)
+    names = [f"r{number}/manifest.json" for number in range(5)]
+    for name in names:
+        bucket.create(name, b"{}")
+    assert bucket.list("") == names
+    assert bucket.list("", delimiter=True) == [f"r{number}/" for number in range(5)]

@@ -6,8 +6,9 @@ URL (`s3://bucket/prefix`). Both hold the same guarantees, which one contract su
 over both (tests/run/test_archive.py):
 
 - a run's manifest is created only if the run is absent;
-- an attempt, once `EvidenceSink.close` returns, is archived, and never twice: an attempt
-  run once more gets a new entry, and the last of a (case, attempt) counts;
+- an attempt is reported (its `archived` callback) only once it is archived; once
+  `EvidenceSink.flush` or `close` returns, every appended attempt is; and never twice: an
+  attempt run once more gets a new entry, and the last of a (case, attempt) counts;
 - one command at a time holds a run (`locked`): another gets `RunLockedError` naming the
   holder, and a holder that died frees the run (at once on disk, when its lease expires on
   object storage);
