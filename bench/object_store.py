@@ -15,6 +15,13 @@ server, started as a process of its own on 127.0.0.1 (`moto_server`), and prints
     python bench/object_store.py --only view --repeat 5
     python bench/object_store.py --attempts 400 --rescore-attempts 2000   # a quick look
 
+The run and the rescore are whole `soev-evals` processes, the two sides alternately and
+the first of each pair alternating too (local, s3, s3, local, ...). Each prints the median
+wall time, whose ratio is the goal's figure, and the median CPU time of the command and its
+worker processes (on s3 with what moto's server spent), which a busy machine disturbs far
+less: when the walls of one side scatter, as they do on a shared machine, the CPU ratio
+says whether the two sides did the same work. The load average is printed beside them.
+
 moto is a Python server, slower than S3 or MinIO per request; the figures are an upper
 bound of what the object store costs on loopback.
 """
@@ -24,12 +31,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,22 +90,71 @@ def start_moto() -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     return process, env
 
 
-def _timed_process(command: list[str], env: dict[str, str]) -> float:
+def _timed_process(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """The wall time and the CPU time (user and system, with its worker processes) of one
+    command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode()[-500:]}")
-    return took
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return took, cpu
 
 
-def _line(label: str, local: float, remote: float, goal: float) -> None:
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def _line(label: str, local: float, remote: float, goal: float | None, unit: str = "s") -> None:
     ratio = remote / local
-    verdict = "ok" if ratio <= goal else "over the goal"
-    print(
-        f"  {label:<34}{local:>8.3f} s {remote:>8.3f} s {ratio:>6.2f}×  "
-        f"(goal ≤ {goal:g}×: {verdict})"
+    verdict = "" if goal is None else f"  (goal ≤ {goal:g}×: {'ok' if ratio <= goal else 'over'})"
+    print(f"  {label:<34}{local:>8.3f} {unit} {remote:>8.3f} {unit} {ratio:>6.2f}×{verdict}")
+
+
+def _sides(
+    local: Callable[[], tuple[float, float]], remote: Callable[[], tuple[float, float]], repeat: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Each side `repeat` times, alternately, the first side alternating too (local, s3,
+    s3, local, ...): a machine that gets busier or quieter during the sitting, or a cache
+    the first of a pair warms for the second, weighs on both sides alike."""
+    locals_: list[tuple[float, float]] = []
+    remotes: list[tuple[float, float]] = []
+    for number in range(repeat):
+        if number % 2 == 0:
+            locals_.append(local())
+            remotes.append(remote())
+        else:
+            remotes.append(remote())
+            locals_.append(local())
+    return locals_, remotes
+
+
+def _report(
+    label: str, locals_: list[tuple[float, float]], remotes: list[tuple[float, float]]
+) -> None:
+    """The medians of wall time (the goal's figure) and of CPU time (the work done, which a
+    busy machine disturbs far less), with the load average now."""
+    print(f"  {'':<34}{'local':>10} {'s3 (moto)':>10} {'ratio':>7}")
+    _line(
+        f"{label}, wall",
+        statistics.median(w for w, _ in locals_),
+        statistics.median(w for w, _ in remotes),
+        1.5,
     )
+    _line(
+        f"{label}, CPU",
+        statistics.median(c for _, c in locals_),
+        statistics.median(c for _, c in remotes),
+        None,
+    )
+    print(f"  (load average {_load()}; walls local {_figures(locals_)}, s3 {_figures(remotes)})")
+
+
+def _figures(sides: list[tuple[float, float]]) -> str:
+    return " ".join(f"{wall:.1f}" for wall, _ in sides)
 
 
 def _cpu_s(pid: int) -> float:
@@ -106,13 +164,13 @@ def _cpu_s(pid: int) -> float:
 
 
 def bench_run(env: dict[str, str], attempts: int, repeat: int, moto: int) -> None:
-    """`soev-evals run` of the fast scenario, alternating local and object store."""
+    """`soev-evals run` of the fast scenario, alternating local and object store. The s3
+    side's CPU includes what moto's server spent on the run (on the same cores)."""
     from throughput import prepare_instance, start_assistant, write_project
 
     assistant, url = start_assistant(50.0)
-    local: list[float] = []
-    remote: list[float] = []
-    served: list[float] = []
+    print(f"\nrun: {attempts} attempts, 50 ms a turn, concurrency 32 (median of {repeat})")
+    print(f"  (load average {_load()} at the start)")
     try:
         with tempfile.TemporaryDirectory() as folder:
             project = write_project(Path(folder), url, attempts, 32)
@@ -120,27 +178,28 @@ def bench_run(env: dict[str, str], attempts: int, repeat: int, moto: int) -> Non
             prepare_instance(home)
             soev = str(Path(sys.executable).with_name("soev-evals"))
             base = {**os.environ, **env, "DAGSTER_HOME": str(home)}
-            for number in range(repeat):
-                command = [soev, "run", "--project", str(project), "--run-id", f"r{number}"]
-                local.append(_timed_process(command, base))
-                runs = f"s3://{BUCKET}/run-{number}"
+            command = [soev, "run", "--project", str(project)]
+            numbers = iter(range(2 * repeat))
+
+            def local() -> tuple[float, float]:
+                return _timed_process([*command, "--run-id", f"r{next(numbers)}"], base)
+
+            def remote() -> tuple[float, float]:
+                runs = f"s3://{BUCKET}/run-{next(numbers)}"
                 before = _cpu_s(moto)
-                remote.append(_timed_process([*command, "--runs-dir", runs], base))
-                served.append(_cpu_s(moto) - before)
+                wall, cpu = _timed_process([*command, "--runs-dir", runs], base)
+                return wall, cpu + _cpu_s(moto) - before
+
+            locals_, remotes = _sides(local, remote, repeat)
     finally:
         assistant.terminate()
         assistant.wait()
-    print(f"\nrun: {attempts} attempts, 50 ms a turn, concurrency 32 (median of {repeat})")
-    print(f"  {'':<34}{'local':>10} {'s3 (moto)':>10} {'ratio':>7}")
-    _line("soev-evals run, whole process", statistics.median(local), statistics.median(remote), 1.5)
-    print(
-        f"  (moto's server used {statistics.median(served):.1f} s of CPU a run, on the same cores)"
-    )
+    _report("run, whole process", locals_, remotes)
 
 
 def _upload(folder: Path, url: str) -> None:
     """Archive the generated run of `folder` at `url`, as `soev-evals run` would: manifest,
-    one object per attempt, then the compaction."""
+    batches of attempts, then the compaction."""
     from soev_pipeline.run import RunArchive
 
     local = RunArchive(folder / "runs", RUN_ID)
@@ -166,20 +225,20 @@ def bench_rescore(env: dict[str, str], attempts: int, repeat: int) -> None:
         soev = str(Path(sys.executable).with_name("soev-evals"))
         base = {**os.environ, **env, "DAGSTER_HOME": str(Path(root) / "dagster-home")}
         command = [soev, "rescore", RUN_ID, "--offline", "--project", str(folder / "project.yaml")]
-        local: list[float] = []
-        remote: list[float] = []
-        for _ in range(repeat):
-            local.append(_timed_process(command, base))
-            remote.append(_timed_process([*command, "--runs-dir", url], base))
-    print(f"\nrescore: {attempts} attempts, offline (median of {repeat})")
-    print(f"  (archiving them on s3 took {uploaded:.1f} s: {attempts} uploads and a compaction)")
-    print(f"  {'':<34}{'local':>10} {'s3 (moto)':>10} {'ratio':>7}")
-    _line(
-        "soev-evals rescore, whole process",
-        statistics.median(local),
-        statistics.median(remote),
-        1.5,
-    )
+        print(f"\nrescore: {attempts} attempts, offline (median of {repeat})")
+        print(f"  (archiving them on s3 took {uploaded:.1f} s; load average {_load()})")
+        locals_, remotes = _sides(
+            lambda: _timed_process(command, base),
+            lambda: _timed_process([*command, "--runs-dir", url], base),
+            repeat,
+        )
+        _report("rescore, whole process", locals_, remotes)
+        last = f"{RUN_ID}/scorings/{repeat:04d}/verdicts.jsonl"
+        from soev_pipeline.run.store import ObjectStore
+
+        found = ObjectStore(url).bucket.get(last)
+        same = found is not None and found[0] == (folder / "runs" / last).read_bytes()
+        print(f"  (the last scorings' verdicts are {'the same' if same else 'NOT the same'})")
 
 
 def _pages(runs: Any, folder: Path, repeat: int) -> dict[str, float]:

@@ -167,8 +167,10 @@ async def run_attempts(
 ) -> AttemptStats:
     """Run the planned attempts, at most `concurrency` at a time, appending each to `writer`.
 
-    `archived`, when given, gets the line of each attempt as the archive holds it, once it
-    is appended (to grade it while the others run).
+    An attempt is reported (`archived`, the stats, `progress`) only once `writer` says it
+    is archived; every finished attempt is, when this returns or raises. `archived`, when
+    given, gets the line of each attempt as the archive holds it (to grade it while the
+    others run).
 
     No attempt waits for another: `concurrency` workers take the next pair as soon as they
     are free. When the task is cancelled (Ctrl-C), every attempt that finished is already
@@ -201,14 +203,17 @@ async def run_attempts(
         return evidence.model_copy(update={"refusal_code": code})
 
     def archive(evidence: Evidence) -> None:
-        line = writer.append(evidence)
-        if archived is not None:
-            archived(line)
-        stats.finished += 1
-        if evidence.failure is not None:
-            stats.failed += 1
-        if progress is not None:
-            progress(stats.finished, stats.planned, stats.failed)
+        failed = evidence.failure is not None
+
+        def reported(line: str) -> None:  # once the archive holds it, not before
+            if archived is not None:
+                archived(line)
+            stats.finished += 1
+            stats.failed += failed
+            if progress is not None:
+                progress(stats.finished, stats.planned, stats.failed)
+
+        writer.append(evidence, reported)
 
     async def worker() -> None:
         for case, attempt in pending:
@@ -228,5 +233,7 @@ async def run_attempts(
     except (asyncio.CancelledError, KeyboardInterrupt):
         for evidence in watch.held:  # interrupted while watching: they finished, keep them
             archive(evidence)
+        writer.flush()
         raise
+    writer.flush()
     return stats

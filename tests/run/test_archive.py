@@ -82,16 +82,21 @@ def _replied(case_id: str, attempt: int, reply: str) -> Evidence:
     return _evidence(case_id, attempt).model_copy(update={"reply": reply})
 
 
-def test_append_returns_the_line_as_archived(runs: RunsDir) -> None:
+def test_an_attempt_is_reported_with_its_line_as_archived(runs: RunsDir) -> None:
     """What a grading of the attempts as they are archived reads: the archived bytes, a
-    secret redacted, not the evidence as the arm made it."""
+    secret redacted, not the evidence as the arm made it; reported by the time `flush`
+    returns."""
     archive = _archive(runs)
     register_secret("sleutel-8c1e")
+    reported: list[str] = []
     try:
         with archive.evidence_writer() as writer:
-            line = writer.append(_replied("a", 0, "de sleutel-8c1e is geheim"))
+            writer.append(_replied("a", 0, "de sleutel-8c1e is geheim"), reported.append)
+            writer.flush()
+            assert len(reported) == 1
     finally:
         forget_secrets()
+    [line] = reported
     assert "sleutel-8c1e" not in line and REDACTED in line
     assert archive.evidence_file().read_text(encoding="utf-8") == line + "\n"
 

@@ -1,11 +1,11 @@
 """What the object store adds to the archive's contract (tests/run/test_archive.py runs that
 over both stores): the probe of conditional writes, the lease, scoring numbers claimed once,
-uploads beside the attempt loop, and compaction. Against moto's S3 server on 127.0.0.1."""
+and what readers download (the batches of attempts: test_object_store_batches.py). Against
+moto's S3 server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,10 +16,10 @@ from soev_pipeline.core import Evidence
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.secrets import redact
 from soev_pipeline.run import RunArchive, build_manifest
-from soev_pipeline.run.store import ObjectStore, RunLockedError, open_store
+from soev_pipeline.run.store import ObjectStore, RunLockedError
+from soev_pipeline.run.store import bucket as bucket_module
 from soev_pipeline.run.store.bucket import Bucket
 from soev_pipeline.run.store.lease import Lease, lease_seconds
-from soev_pipeline.run.store.objects import attempt_name, in_generation_order
 from tests.support.moto import ENV, S3
 
 
@@ -170,87 +170,6 @@ def test_a_scoring_file_is_never_overwritten(s3: S3) -> None:
         archive.commit(scoring, ["report.json"])
 
 
-def test_appending_does_not_wait_for_the_upload(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
-    archive = _archive(s3.url())
-    writer = archive.evidence_writer()
-    assert isinstance(archive.store, ObjectStore)
-    create = archive.store.bucket.create
-    gate = threading.Event()
-
-    def held(name: str, data: bytes) -> str | None:
-        gate.wait(30)
-        return create(name, data)
-
-    monkeypatch.setattr(archive.store.bucket, "create", held)
-    writer.append(_evidence("a", 0))
-    writer.append(_evidence("b", 0))
-    assert writer.written == 2  # appended while both uploads wait
-    gate.set()
-    writer.close()
-    assert archive.completed() == {("a", 0), ("b", 0)}
-
-
-def test_the_attempts_are_compacted_into_one_object(s3: S3) -> None:
-    url = s3.url()
-    archive = _archive(url)
-    with archive.evidence_writer() as writer:
-        for case_id in "abcdef":
-            writer.append(_evidence(case_id, 0))
-    keys = s3.keys(url)
-    assert [key for key in keys if key.startswith("r1/attempts/")] == []
-    assert [key for key in keys if key.startswith("r1/compacted/")] == ["r1/compacted/000001.jsonl"]
-    with archive.evidence_writer() as writer:
-        writer.append(_evidence("a", 0, "opnieuw"))
-    keys = s3.keys(url)
-    assert [key for key in keys if "/compacted/" in key or "/attempts/" in key] == [
-        "r1/compacted/000001.jsonl",
-        "r1/compacted/000002.jsonl",
-    ]
-    fresh = RunArchive(url, "r1")
-    fresh.store = ObjectStore(url)  # another process
-    fresh.path = fresh.store.run_dir("r1")
-    assert [(e.case_id, e.reply) for e in fresh.iter_attempts()] == [
-        *((case_id, None) for case_id in "bcdef"),
-        ("a", "opnieuw"),
-    ]
-
-
-def test_a_late_copy_of_a_compacted_attempt_is_not_counted(s3: S3) -> None:
-    """A holder that paused past its lease uploads an attempt that its successor ran and
-    compacted (and deleted) meanwhile: the copy is created, but never read."""
-    url = s3.url()
-    archive = _archive(url)
-    with archive.evidence_writer() as writer:
-        writer.append(_evidence("a", 0, "first"))
-    store = open_store(url)
-    assert isinstance(store, ObjectStore)
-    late = _evidence("a", 0, "late").model_dump_json() + "\n"
-    assert store.bucket.create(f"r1/{attempt_name('a', 0, 0)}", late.encode()) is not None
-    assert [e.reply for e in RunArchive(url, "r1").iter_evidence()] == ["first"]
-
-
-def test_an_attempt_archived_by_another_first_is_not_kept_twice(
-    s3: S3, caplog: pytest.LogCaptureFixture
-) -> None:
-    url = s3.url()
-    archive = _archive(url)
-    store = archive.store
-    assert isinstance(store, ObjectStore)
-    writer = archive.evidence_writer()
-    other = _evidence("a", 0, "other").model_dump_json() + "\n"
-    store.bucket.create(f"r1/{attempt_name('a', 0, 0)}", other.encode())
-    writer.append(_evidence("a", 0, "mine"))
-    with caplog.at_level(logging.WARNING):
-        writer.close()
-    assert [e.reply for e in archive.iter_evidence()] == ["other"]
-    assert any("archived by another command first" in r.getMessage() for r in caplog.records)
-
-
-def test_generations_of_an_attempt_stay_in_order() -> None:
-    names = [attempt_name("a", 0, 1), attempt_name("b", 0, 0), attempt_name("a", 0, 0)]
-    assert in_generation_order(names) == [names[2], names[1], names[0]]
-
-
 def test_the_lease_object_names_its_holder(s3: S3) -> None:
     url = s3.url()
     archive = _archive(url)
@@ -321,3 +240,42 @@ def test_the_compacting_process_reads_its_compaction_without_downloading_it(
             ("c", 0),
         ]
     )
+
+
+def test_a_reader_lists_the_run_while_it_downloads_the_manifest(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh viewer's first page waits for one request less: the listing that it asks for
+    next is on its way while the manifest downloads, and is not asked for twice."""
+    url = s3.url()
+    _archive(url)
+    fresh = ObjectStore(url)  # another process
+    get, listed = fresh.bucket.get, fresh.bucket.list
+    listing = threading.Event()
+    calls: list[str] = []
+
+    def recorded_list(prefix: str, *, delimiter: bool = False) -> list[str]:
+        calls.append(prefix)
+        listing.set()
+        return listed(prefix, delimiter=delimiter)
+
+    def waiting_get(name: str) -> tuple[bytes, str] | None:
+        if name.endswith("manifest.json"):
+            calls.append("manifest" if listing.wait(30) else "manifest, alone")
+        return get(name)
+
+    monkeypatch.setattr(fresh.bucket, "list", recorded_list)
+    monkeypatch.setattr(fresh.bucket, "get", waiting_get)
+    assert fresh.has_manifest("r1")
+    fresh.refresh_scorings("r1", verdicts=False)
+    assert sorted(calls) == ["manifest", "r1/"]
+
+
+def test_a_listing_reads_every_page(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    bucket = Bucket(s3.url())
+    monkeypatch.setattr(bucket_module, "LIST_PAGE", 2)
+    names = [f"r{number}/manifest.json" for number in range(5)]
+    for name in names:
+        bucket.create(name, b"{}")
+    assert bucket.list("") == names
+    assert bucket.list("", delimiter=True) == [f"r{number}/" for number in range(5)]

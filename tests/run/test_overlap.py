@@ -194,6 +194,7 @@ def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:
     _, scoring = _run(project, runs, arm)
     streamed = (scoring.path / VERDICTS).read_bytes()
     assert len(streamed.splitlines()) == 12
+    assert scoring.path.name == "0001"  # kept: the stream's order was the archive's
     assert streamed == _regraded(project, runs)
 
 

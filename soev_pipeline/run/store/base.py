@@ -6,8 +6,9 @@ URL (`s3://bucket/prefix`). Both hold the same guarantees, which one contract su
 over both (tests/run/test_archive.py):
 
 - a run's manifest is created only if the run is absent;
-- an attempt, once `EvidenceSink.close` returns, is archived, and never twice: an attempt
-  run once more gets a new entry, and the last of a (case, attempt) counts;
+- an attempt is reported (its `archived` callback) only once it is archived; once
+  `EvidenceSink.flush` or `close` returns, every appended attempt is; and never twice: an
+  attempt run once more gets a new entry, and the last of a (case, attempt) counts;
 - one command at a time holds a run (`locked`): another gets `RunLockedError` naming the
   holder, and a holder that died frees the run (at once on disk, when its lease expires on
   object storage);
@@ -22,7 +23,7 @@ from.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -40,20 +41,33 @@ class EvidenceSink(Protocol):
 
     written: int
 
-    def append(self, evidence: Evidence) -> str:
-        """Archive `evidence` (maybe in the background: `close` waits for it); return its
-        line as archived (secrets redacted, without the newline): what a reader of the
-        archive will decode."""
+    def append(self, evidence: Evidence, archived: Callable[[str], None] | None = None) -> None:
+        """Archive `evidence`, maybe in the background. Once it is archived, `archived` gets
+        its line as archived (secrets redacted, without the newline): what a reader of the
+        archive will decode. Only then is the attempt reported (counted, graded, shown).
+
+        `archived` runs on the thread of the event loop that called `append` (in `check`,
+        `flush` or `close` when none runs), in the order of the archive.
+        """
 
     def check(self) -> None:
-        """Raise when no more attempt may start: the run's lease is lost.
+        """Raise when no more attempt may start: the run's lease is lost, or an attempt
+        could not be archived.
 
         Raises:
             RunLockedError: another command took the run over.
         """
 
+    def flush(self) -> None:
+        """Archive every appended attempt now and wait for it (the last attempt, Ctrl-C);
+        their `archived` callbacks have run when this returns.
+
+        Raises:
+            OSError, ProjectError: an attempt could not be archived.
+        """
+
     def close(self) -> None:
-        """Wait until every appended attempt is archived.
+        """Flush, and end the sink.
 
         Raises:
             OSError, ProjectError: an attempt could not be archived.

@@ -15,7 +15,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,16 +45,20 @@ class EvidenceWriter:
             self._file: IO[str] = path.open("a", encoding="utf-8")
         self.written = 0
 
-    def append(self, evidence: Evidence) -> str:
+    def append(self, evidence: Evidence, archived: Callable[[str], None] | None = None) -> None:
         line = redact(evidence.model_dump_json())
         with naming(self.path):
             self._file.write(line + "\n")
             self._file.flush()
         self.written += 1
-        return line
+        if archived is not None:
+            archived(line)
 
     def check(self) -> None:
         """Nothing to check: `flock` holds the run until this process ends."""
+
+    def flush(self) -> None:
+        """Nothing waits: each line is flushed as it is appended."""
 
     def close(self) -> None:
         if not self._file.closed:
