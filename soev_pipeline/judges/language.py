@@ -227,12 +227,12 @@ class _Scorer:
         self._nextmove: Any = np.frombuffer(identifier.tk_nextmove, dtype=np.uint32)
         self._rowbase: Any = np.asarray(identifier.tk_row, dtype=np.intp) << 8
         self._output: Any = np.asarray(identifier.tk_output, dtype=np.intp)
-        # where the walk goes, by row: the row of the state a byte leads to from each
-        # state (40 MB, made before grading forks its workers, which share it), and from
-        # the start over each pair of bytes (the first two steps of every window)
-        self._next_row: Any = self._rowbase.astype(np.uint32)[self._nextmove]
+        # the row of the state that each pair of bytes leads to from the start: the first
+        # two steps of every window in one gather
+        self._row_of: Any = self._rowbase.astype(np.uint32)
         start = self._rowbase[self._nextmove[self._rowbase[0] : self._rowbase[0] + 256]]
-        self._second_row: Any = self._next_row[(start[:, None] + np.arange(256)).ravel()]
+        pairs = (start[:, None] + np.arange(256)).ravel()
+        self._second_row: Any = self._row_of[self._nextmove[pairs]]
         resets = self._nextmove[self._rowbase[:, None] + _RESET] == 0
         if not resets.all() or self._output[0] >= 0:
             raise RuntimeError(f"byte {_RESET} does not reset the walk of py3langid's model")
@@ -295,7 +295,7 @@ class _Scorer:
         pairs = (joined[:size].astype(np.intp) << 8) | joined[1 : size + 1]
         row = self._second_row[pairs]
         for step in range(2, _DEPTH - 1):
-            row = self._next_row[row + joined[step : step + size]]
+            row = self._row_of[self._nextmove[row + joined[step : step + size]]]
         state = self._nextmove[row + joined[_DEPTH - 1 :]]
         met: list[int] = self._output[state].tolist()
         found = []
