@@ -113,7 +113,9 @@ async def language(
     if knows and params.language not in cast(KnowsLanguages, detector).languages:
         return error(f"the language detector cannot detect {params.language!r}")
     split = split_sentences(evidence.reply)
-    sentences = [sentence for sentence in split if len(letter_words(sentence)) >= MIN_WORDS]
+    sentences = [
+        sentence for sentence in split if len(letter_words(sentence, MIN_WORDS)) == MIN_WORDS
+    ]
     skipped = len(split) - len(sentences)
     answers = (
         cast(DetectsMany, detector).detect_many(sentences)
