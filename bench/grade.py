@@ -370,7 +370,7 @@ PHASES = [
     ("read evidence (archive lines to models)", "soev_pipeline/run/archive.py", "iter_attempts"),
     ("grade the chunked kinds", "soev_pipeline/run/grading.py", "grade"),
     ("  evaluate the criteria (registry)", "soev_pipeline/criteria/registry.py", "evaluate"),
-    ("  detect languages", "soev_pipeline/judges/language.py", "detect"),
+    ("  detect languages", "soev_pipeline/judges/language.py", "detect_many"),
     ("write verdicts lines", "soev_pipeline/run/grading.py", "_write"),
 ]
 """Functions whose cumulative time stands for a phase of grading: (label, file, name)."""
