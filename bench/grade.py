@@ -32,6 +32,11 @@ table says whether they did.
     python bench/grade.py --units 5000 --kinds 2000          # grading seconds per kind
     python bench/grade.py --units 5000 --crossover 50 100 200 400  # when workers pay
     python bench/grade.py --units 5000 --profile 25          # where grading's CPU goes
+    python bench/grade.py --units 5000 50000 --repeat 1 --against ../old  # now / before
+
+With `--against DIR`, the checkout in DIR (another worktree of this repository, at the
+commit to compare with, with its own .venv) is measured too, on the same generated data,
+the two taking turns; each gets its tables, and then the ratios of now to before.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -83,6 +89,32 @@ ROWS = [
     ("report --json (s)", "read_s"),
     ("report --json RSS (MB)", "read_mb"),
 ]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A checkout of the code to measure: its Python (of its own .venv) and this script."""
+
+    name: str
+    python: Path
+    script: Path
+
+    @classmethod
+    def this(cls) -> Tree:
+        return cls("now", Path(sys.executable), Path(__file__).resolve())
+
+    @classmethod
+    def at(cls, folder: Path) -> Tree:
+        """The checkout in `folder`, run with `folder/.venv/bin/python`."""
+        python, script = folder / ".venv" / "bin" / "python", folder / "bench" / "grade.py"
+        for path in (python, script):
+            if not path.exists():
+                raise SystemExit(f"--against {folder}: {path} does not exist")
+        return cls("before", python, script)
+
+    @property
+    def soev(self) -> Path:
+        return self.python.with_name("soev-evals")
 
 
 def _peak_mb() -> float:
@@ -227,9 +259,9 @@ def _tree_pss_kb(pid: int) -> int:
     return total
 
 
-def _child(folder: Path, flag: str, env: dict[str, str]) -> tuple[dict[str, Any], int]:
-    """Run this script with `flag` in a fresh process; its figures and its tree's peak PSS."""
-    command = [sys.executable, __file__, flag, str(folder)]
+def _child(folder: Path, flag: str, env: dict[str, str], tree: Tree) -> tuple[dict[str, Any], int]:
+    """Run `tree`'s script with `flag` in a fresh process; its figures and its tree's peak PSS."""
+    command = [str(tree.python), str(tree.script), flag, str(folder)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     done = threading.Event()
@@ -250,26 +282,25 @@ def _child(folder: Path, flag: str, env: dict[str, str]) -> tuple[dict[str, Any]
     return figures, peak
 
 
-def measure(folder: Path, mode: str) -> dict[str, Any]:
+def measure(folder: Path, mode: str, tree: Tree) -> dict[str, Any]:
     """Rescore in `mode` in a fresh process, then time `report --json` in another."""
     env = {**os.environ, "SOEV_GRADE_WORKERS": MODES[mode]}
-    result, peak = _child(folder, "--rescore", env)
+    result, peak = _child(folder, "--rescore", env, tree)
     result["pss_mb"] = peak / 1024
-    result.update(_child(folder, "--report-json", env)[0])
+    result.update(_child(folder, "--report-json", env, tree)[0])
     return result
 
 
-def command(folder: Path) -> dict[str, float]:
+def command(folder: Path, tree: Tree) -> dict[str, float]:
     """`soev-evals rescore RUN --offline` as a user runs it: its wall time and peak RSS.
 
     The whole command: Python's start, the project (suites from the suite cache, which the
     untimed first command of `_data` wrote), Dagster, grading with the default workers,
     the report written, read back and printed (to /dev/null).
     """
-    soev = Path(sys.executable).with_name("soev-evals")
     began = time.perf_counter()
     process = subprocess.Popen(
-        [str(soev), "rescore", RUN_ID, "--offline", "--project", str(folder / "project.yaml")],
+        [str(tree.soev), "rescore", RUN_ID, "--offline", "--project", str(folder / "project.yaml")],
         stdout=subprocess.DEVNULL,
         env={key: value for key, value in os.environ.items() if key != "SOEV_GRADE_WORKERS"},
     )
@@ -280,8 +311,8 @@ def command(folder: Path) -> dict[str, float]:
     return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024}
 
 
-def _commands(figures: dict[int, list[dict[str, float]]]) -> str:
-    lines = ["", "soev-evals rescore RUN --offline, the whole command (median, min–max):"]
+def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> str:
+    lines = ["", f"soev-evals rescore RUN --offline, the whole command{title} (median, min–max):"]
     for units, runs in figures.items():
         walls = [run["wall_s"] for run in runs]
         rss = max(run["rss_mb"] for run in runs)
@@ -339,7 +370,7 @@ PHASES = [
     ("read evidence (archive lines to models)", "soev_pipeline/run/archive.py", "iter_attempts"),
     ("grade the chunked kinds", "soev_pipeline/run/grading.py", "grade"),
     ("  evaluate the criteria (registry)", "soev_pipeline/criteria/registry.py", "evaluate"),
-    ("  detect languages", "soev_pipeline/judges/language.py", "detect"),
+    ("  detect languages", "soev_pipeline/judges/language.py", "detect_many"),
     ("write verdicts lines", "soev_pipeline/run/grading.py", "_write"),
 ]
 """Functions whose cumulative time stands for a phase of grading: (label, file, name)."""
@@ -478,6 +509,56 @@ def _table(columns: list[tuple[str, list[dict[str, Any]]]], repeat: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+RATIOS = [
+    ("grading, one process", "serial", "grade_s"),
+    ("grading, two workers", "parallel", "grade_s"),
+    ("rescore wall, two workers", "parallel", "rescore_s"),
+    ("CPU of the one-process rescore", "serial", "cpu_s"),
+    ("PSS of the two-worker tree (MB)", "parallel", "pss_mb"),
+]
+
+
+def _ratios(
+    runs: dict[tuple[str, int, str], list[dict[str, Any]]],
+    commands: dict[tuple[str, int], list[dict[str, float]]],
+    units: list[int],
+) -> str:
+    """Now against before, per corpus size: the medians and their ratio."""
+    lines = ["", f"{'now / before (medians)':42}{'before':>10}{'now':>10}{'ratio':>8}"]
+
+    def row(label: str, before: float, now: float) -> None:
+        lines.append(f"{label:42}{before:>10.2f}{now:>10.2f}{now / before:>8.2f}")
+
+    for size in units:
+        for label, mode, key in RATIOS:
+            if (size_runs := runs.get(("now", size, mode))) and runs.get(("before", size, mode)):
+                before = statistics.median(run[key] for run in runs[("before", size, mode)])
+                row(f"{label}, {size:,}u", before, statistics.median(r[key] for r in size_runs))
+        walls = {
+            name: statistics.median(run["wall_s"] for run in commands[(name, size)])
+            for name in ("before", "now")
+        }
+        row(f"soev-evals rescore --offline, {size:,}u", walls["before"], walls["now"])
+        rss = {name: max(run["rss_mb"] for run in commands[(name, size)]) for name in walls}
+        row(f"peak RSS of the command (MB), {size:,}u", rss["before"], rss["now"])
+    if len(units) > 1:
+        growth = {
+            name: statistics.median(run["wall_s"] for run in commands[(name, units[-1])])
+            / statistics.median(run["wall_s"] for run in commands[(name, units[0])])
+            for name in ("before", "now")
+        }
+        row("growth of the command, smallest to largest", growth["before"], growth["now"])
+    same = all(
+        len(
+            {run["verdicts_sha"] for (_, at, _), each in runs.items() if at == size for run in each}
+        )
+        == 1
+        for size in units
+    )
+    lines.append(f"verdicts.jsonl byte-identical before and now, at each size: {same}")
+    return "\n".join(lines) + "\n"
+
+
 def _data(root: Path, units: int, attempts: int, seed: int) -> Path:
     """The project of one corpus size under `root`, made unless it is there already."""
     folder = root / f"u{units}-a{attempts}-s{seed}"
@@ -487,7 +568,9 @@ def _data(root: Path, units: int, attempts: int, seed: int) -> Path:
         make_it = [sys.executable, __file__, "--make", str(folder), "--units", str(units)]
         make_it += ["--attempts", str(attempts), "--seed", str(seed)]
         subprocess.run(make_it, check=True)
-        command(folder)  # untimed: makes the project's Dagster instance and suite cache
+        command(
+            folder, Tree.this()
+        )  # untimed: makes the project's Dagster instance and suite cache
     return folder
 
 
@@ -513,6 +596,13 @@ def main() -> None:
         metavar="TOP",
         help="grade in one process under cProfile; print the phases, kinds and TOP functions",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="also measure the checkout in DIR (run with its own .venv), alternating with "
+        "this one on the same data, and print now / before for each figure",
+    )
     parser.add_argument("--make", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rescore", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--report-json", type=Path, help=argparse.SUPPRESS)
@@ -535,17 +625,33 @@ def main() -> None:
             else:
                 crossover(folder, args.crossover, args.repeat)
             return
-        columns: list[tuple[str, list[dict[str, Any]]]] = []
-        commands: dict[int, list[dict[str, float]]] = {}
+        trees = [Tree.this(), *([Tree.at(args.against)] if args.against else [])]
+        runs: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
+        commands: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
         for units in args.units:
             folder = _data(root, units, args.attempts, args.seed)
-            runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in args.modes}
-            for _ in range(args.repeat):
-                for mode in args.modes:
-                    runs[mode].append(measure(folder, mode))
-                commands.setdefault(units, []).append(command(folder))
-            columns += [(f"{units:,}u {mode}", runs[mode]) for mode in args.modes]
-    sys.stdout.write(_table(columns, args.repeat) + _commands(commands))
+            for round_ in range(args.repeat):
+                for index, mode in enumerate(args.modes):
+                    # the trees take turns at going first, so that neither always has the
+                    # machine warm (or busy) from the other
+                    for tree in trees[:: 1 if (round_ + index) % 2 == 0 else -1]:
+                        runs[(tree.name, units, mode)].append(measure(folder, mode, tree))
+                for tree in trees[:: 1 if round_ % 2 else -1]:
+                    commands[(tree.name, units)].append(command(folder, tree))
+    for tree in trees:
+        columns = [
+            (f"{units:,}u {mode}", runs[(tree.name, units, mode)])
+            for units in args.units
+            for mode in args.modes
+        ]
+        title = f" ({tree.name}: {tree.script.parents[1]})" if len(trees) > 1 else ""
+        by_units = {units: commands[(tree.name, units)] for units in args.units}
+        if title:
+            sys.stdout.write(f"{title.strip()}\n")
+        sys.stdout.write(_table(columns, args.repeat))
+        sys.stdout.write(_commands(by_units, title) + "\n")
+    if len(trees) > 1:
+        sys.stdout.write(_ratios(runs, commands, args.units))
 
 
 if __name__ == "__main__":

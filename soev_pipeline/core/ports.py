@@ -7,13 +7,14 @@ provider or its hooks module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue
 
+from .errors import LanguageDetectionError
 from .models import Case, Evidence, FrozenModel
 
 
@@ -80,6 +81,17 @@ class KnowsLanguages(Protocol):
 
     @property
     def languages(self) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class DetectsMany(Protocol):
+    """A language detector that answers for many sentences in one call.
+
+    Optional: `reply.language` then asks for all the sentences of a reply at once, each
+    answered with its code or the `LanguageDetectionError` that `detect` would raise.
+    """
+
+    def detect_many(self, texts: Sequence[str]) -> list[str | LanguageDetectionError]: ...
 
 
 @runtime_checkable

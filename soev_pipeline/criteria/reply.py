@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 from pydantic import Field, field_validator
 
 from soev_pipeline.core.errors import LanguageDetectionError
 from soev_pipeline.core.models import Case, Evidence, FrozenModel, Verdict
 from soev_pipeline.core.patterns import LinearPattern, PatternError
-from soev_pipeline.core.ports import CriterionContext, KnowsLanguages
+from soev_pipeline.core.ports import (
+    CriterionContext,
+    DetectsMany,
+    KnowsLanguages,
+    LanguageDetector,
+)
 from soev_pipeline.text import letter_words, shorten, split_sentences
 
 from .kind import criterion
@@ -103,18 +109,25 @@ async def language(
     detector = ctx.language_detector
     if detector is None:
         return error("no language detector is configured")
-    if isinstance(detector, KnowsLanguages) and params.language not in detector.languages:
+    knows, many = _capabilities(detector)
+    if knows and params.language not in cast(KnowsLanguages, detector).languages:
         return error(f"the language detector cannot detect {params.language!r}")
+    split = split_sentences(evidence.reply)
+    sentences = [
+        sentence for sentence in split if len(letter_words(sentence, MIN_WORDS)) == MIN_WORDS
+    ]
+    skipped = len(split) - len(sentences)
+    answers = (
+        cast(DetectsMany, detector).detect_many(sentences)
+        if many
+        else [_answer(detector, sentence) for sentence in sentences]
+    )
     detected: list[tuple[str, str]] = []
-    skipped = 0
-    for sentence in split_sentences(evidence.reply):
-        if len(letter_words(sentence)) < MIN_WORDS:
+    for sentence, answer in zip(sentences, answers, strict=True):
+        if isinstance(answer, LanguageDetectionError):
             skipped += 1
-            continue
-        try:
-            detected.append((sentence, detector.detect(sentence)))
-        except LanguageDetectionError:
-            skipped += 1
+        else:
+            detected.append((sentence, answer))
     if not detected:
         return not_applicable(
             f"no sentence of the reply has {MIN_WORDS} or more words to detect a language in"
@@ -133,6 +146,28 @@ async def language(
         more = f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""
         detail += f"; not {params.language}: {shown}{more}"
     return outcome(passed=share >= params.min_share, detail=detail)
+
+
+_CAPABILITIES: dict[type, tuple[bool, bool]] = {}
+
+
+def _capabilities(detector: LanguageDetector) -> tuple[bool, bool]:
+    """Whether `detector` knows its languages and detects many sentences at once, asked
+    once per type of detector: a runtime protocol check costs as much as grading a short
+    reply."""
+    kind = type(detector)
+    found = _CAPABILITIES.get(kind)
+    if found is None:
+        found = isinstance(detector, KnowsLanguages), isinstance(detector, DetectsMany)
+        _CAPABILITIES[kind] = found
+    return found
+
+
+def _answer(detector: LanguageDetector, sentence: str) -> str | LanguageDetectionError:
+    try:
+        return detector.detect(sentence)
+    except LanguageDetectionError as exc:
+        return exc
 
 
 @criterion(

@@ -13,13 +13,14 @@ texts longer than that. A text that changes language after its head is read as t
 language of its head; `max_chars=None` reads every text whole.
 
 Grading asks for the language of every sentence of every reply, so the detector's time is
-most of the time of `reply.language`. A detector scores a text itself from the model's
+most of the time of `reply.language`. A detector scores texts itself from the model's
 arrays, in the steps of py3langid's `LanguageIdentifier.rank` with the same arithmetic in
-the same order, but without what `rank` does on top (a sorted list of every label) and
-with the model's table laid out for fast row gathers: 45 µs a sentence instead of 82 µs on
-the benchmark's replies. A test compares its scores with py3langid's, bit for bit. The
-answer for a text is remembered, for the sentences that recur across the attempts of a
-case. (Remembering the byte walk per word was tried and was slower than walking.)
+the same order, but without what `rank` does on top (a sorted list of every label), and
+without walking the bytes one by one in Python: it finds the model's features in all the
+sentences of a reply at once with numpy (`_Scorer`), then scores each sentence as `rank`
+does. A test compares its scores with py3langid's, bit for bit, and its features with the
+byte walk's. The answer for a text is remembered, for the sentences that recur across the
+attempts of a case.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import functools
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from soev_pipeline.core.errors import LanguageDetectionError
@@ -41,6 +42,13 @@ _NO_LANGUAGE = "zxx"  # the model's label for text without linguistic content
 
 CACHED_TEXTS = 4096
 """The most texts a detector remembers the answer of; past it, it starts afresh."""
+
+_DEPTH = 6
+"""The longest string of bytes a state of the model's automaton stands for."""
+
+_RESET = 0xFF
+"""A byte that is in no string of the model (it is never in UTF-8): it leads every state of
+the automaton back to its start."""
 
 MAX_CHARS = 2000
 """The most characters of a text that `LangidDetector` reads by default (see above)."""
@@ -127,45 +135,84 @@ class LangidDetector:
                 model nothing to go on (it scores it as it scores the empty text), or the
                 model labels it as no linguistic content.
         """
-        answer = self._answers.get(text)
-        if answer is None:
-            answer = self._answer(text)
-            if len(self._answers) >= CACHED_TEXTS:
-                self._answers.clear()
-            self._answers[text] = answer
+        answer = self.detect_many([text])[0]
         if isinstance(answer, LanguageDetectionError):
-            raise LanguageDetectionError(*answer.args)
+            raise answer
         return answer
 
-    def _answer(self, text: str) -> str | LanguageDetectionError:
-        if self._max_chars is not None and len(text) > self._max_chars:
-            try:
-                return self._detect(_head(text, self._max_chars))
-            except LanguageDetectionError:
-                pass
-        try:
-            return self._detect(text)
-        except LanguageDetectionError as exc:
-            return exc
+    def detect_many(self, texts: Sequence[str]) -> list[str | LanguageDetectionError]:
+        """The answer of `detect` for each of `texts`: its code, or the error it raises.
 
-    def _detect(self, text: str) -> str:
-        if not text.strip():
-            raise LanguageDetectionError("the text is empty")
-        if not any(char.isalpha() for char in text):
-            raise LanguageDetectionError("the text has no letters")
-        language = self._scorer.best(text)
-        if language is None:
-            raise LanguageDetectionError("the model finds no language feature in the text")
-        if language == _NO_LANGUAGE:
-            raise LanguageDetectionError("the model finds no linguistic content in the text")
-        return language
+        The texts are scored together, which costs less than one call of `detect` each.
+        """
+        answers = {text: self._answers.get(text) for text in texts}
+        unknown = [text for text, answer in answers.items() if answer is None]
+        if unknown:
+            if len(self._answers) + len(unknown) > CACHED_TEXTS:
+                self._answers.clear()
+            for text, answer in zip(unknown, self._answer(unknown), strict=True):
+                answers[text] = self._answers[text] = answer
+        return [_fresh(answers[text]) for text in texts]
+
+    def _answer(self, texts: list[str]) -> list[str | LanguageDetectionError]:
+        limit = self._max_chars
+        heads = [_head(text, limit) if limit and len(text) > limit else text for text in texts]
+        answers = self._detect(heads)
+        again = [
+            index
+            for index, answer in enumerate(answers)
+            if isinstance(answer, LanguageDetectionError) and heads[index] is not texts[index]
+        ]
+        if again:
+            for index, answer in zip(again, self._detect([texts[i] for i in again]), strict=True):
+                answers[index] = answer
+        return answers
+
+    def _detect(self, texts: list[str]) -> list[str | LanguageDetectionError]:
+        answers: list[str | LanguageDetectionError] = []
+        scored: list[int] = []
+        for index, text in enumerate(texts):
+            if not text.strip():
+                answers.append(LanguageDetectionError("the text is empty"))
+            elif not any(char.isalpha() for char in text):
+                answers.append(LanguageDetectionError("the text has no letters"))
+            else:
+                answers.append("")
+                scored.append(index)
+        best = self._scorer.best([texts[index] for index in scored]) if scored else []
+        for index, language in zip(scored, best, strict=True):
+            if language is None:
+                answers[index] = LanguageDetectionError(
+                    "the model finds no language feature in the text"
+                )
+            elif language == _NO_LANGUAGE:
+                answers[index] = LanguageDetectionError(
+                    "the model finds no linguistic content in the text"
+                )
+            else:
+                answers[index] = language
+        return answers
+
+
+def _fresh(answer: str | LanguageDetectionError | None) -> str | LanguageDetectionError:
+    """A remembered answer, with a remembered error as a new one (raised without the
+    traceback of an earlier raise)."""
+    assert answer is not None
+    if isinstance(answer, LanguageDetectionError):
+        return LanguageDetectionError(*answer.args)
+    return answer
 
 
 class _Scorer:
-    """The best label of `LanguageIdentifier.rank` (normalized scores).
+    """The best label of `LanguageIdentifier.rank` (normalized scores), for many texts at once.
 
     It reads the identifier's model arrays and repeats py3langid 0.4's scoring step by step
-    (`_encode`, `_decide`, `rank`), so that every answer is the one `rank` gives.
+    (`_encode`, `_decide`, `rank`), so that every answer is the one `rank` gives. The byte
+    walk is not walked: the model's automaton is an Aho–Corasick automaton over strings of
+    at most `_DEPTH` bytes, so its state after a byte is the one it reaches from its start
+    over the last `_DEPTH` bytes alone, and that holds for every byte of every text at once
+    in `_DEPTH` numpy gathers. A `_RESET` byte, which leads every state back to the start,
+    keeps the texts of one batch apart.
     """
 
     def __init__(self, identifier: LanguageIdentifier) -> None:
@@ -177,9 +224,18 @@ class _Scorer:
         # before it multiplies anyway
         self._ptc: Any = np.ascontiguousarray(identifier.nb_ptc, dtype=np.float32)
         self._pc: Any = identifier.nb_pc
-        self._nextmove: Any = identifier.tk_nextmove
-        self._rowbase: list[int] = [row << 8 for row in identifier.tk_row]
-        self._output: list[int] = identifier.tk_output
+        self._nextmove: Any = np.frombuffer(identifier.tk_nextmove, dtype=np.uint32)
+        self._rowbase: Any = np.asarray(identifier.tk_row, dtype=np.intp) << 8
+        self._output: Any = np.asarray(identifier.tk_output, dtype=np.intp)
+        # the row of the state that each pair of bytes leads to from the start: the first
+        # two steps of every window in one gather
+        self._row_of: Any = self._rowbase.astype(np.uint32)
+        start = self._rowbase[self._nextmove[self._rowbase[0] : self._rowbase[0] + 256]]
+        pairs = (start[:, None] + np.arange(256)).ravel()
+        self._second_row: Any = self._row_of[self._nextmove[pairs]]
+        resets = self._nextmove[self._rowbase[:, None] + _RESET] == 0
+        if not resets.all() or self._output[0] >= 0:
+            raise RuntimeError(f"byte {_RESET} does not reset the walk of py3langid's model")
         first: dict[str, int] = {}
         self._aliases: list[tuple[int, int]] = []
         for index, label in enumerate(self._classes):
@@ -189,47 +245,72 @@ class _Scorer:
                 first[label] = index
         self._featureless = self._scores(b"")
 
-    def best(self, text: str) -> str | None:
-        """The label `rank(text)` puts first, or None when the text scores as the empty
-        text does (no feature of the model in it)."""
-        if text.isupper():
-            text = text.lower()
-        data = unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
-        scores = self._scores(data)
-        if self._np.array_equal(scores, self._featureless):
-            return None
-        # rank sorts the labels by score, stably: the first of the best comes first
-        return self._classes[int(scores.argmax())]
+    def best(self, texts: Sequence[str]) -> list[str | None]:
+        """The label `rank(text)` puts first for each text, or None when the text scores as
+        the empty text does (no feature of the model in it)."""
+        encoded = [
+            unicodedata.normalize("NFC", text.lower() if text.isupper() else text).encode(
+                "utf8", errors="surrogatepass"
+            )
+            for text in texts
+        ]
+        answers: list[str | None] = []
+        for scores in self._scores_many(encoded):
+            if self._np.array_equal(scores, self._featureless):
+                answers.append(None)
+            else:  # rank sorts the labels by score, stably: the first of the best comes first
+                answers.append(self._classes[int(scores.argmax())])
+        return answers
 
     def _scores(self, data: bytes) -> Any:
+        """The scores of `LanguageIdentifier._decide` for one encoded text."""
+        return self._scores_many([data])[0]
+
+    def _scores_many(self, datas: Sequence[bytes]) -> list[Any]:
         np = self._np
-        features = self._features(data)
-        if features:
-            visits = Counter(features)
-            idx = np.fromiter(visits.keys(), dtype=np.intp, count=len(visits))
-            counts = np.fromiter(visits.values(), dtype=np.float32, count=len(visits))
-            scores = np.log1p(counts) @ self._ptc[idx] + self._pc
-        else:
-            scores = np.full(len(self._classes), 0.0, dtype=np.float32)
-        scores *= 1.0 / math.sqrt(len(data) or 1)
-        np.exp(scores - scores.max(), out=scores)
-        scores /= scores.sum()
-        for kept, dropped in self._aliases:
-            scores[kept] += scores[dropped]
-            scores[dropped] = 0.0
+        found = self._features(datas)
+        scores = []
+        for data, (idx, counts) in zip(datas, found, strict=True):
+            if len(idx):
+                each = np.log1p(counts) @ self._ptc[idx] + self._pc
+            else:
+                each = np.full(len(self._classes), 0.0, dtype=np.float32)
+            each *= 1.0 / math.sqrt(len(data) or 1)
+            np.exp(each - each.max(), out=each)
+            each /= each.sum()
+            for kept, dropped in self._aliases:
+                each[kept] += each[dropped]
+                each[dropped] = 0.0
+            scores.append(each)
         return scores
 
-    def _features(self, data: bytes) -> list[int]:
-        """The model's features in `data`, in the order the byte walk meets them."""
-        nextmove, rowbase, output = self._nextmove, self._rowbase, self._output
-        features: list[int] = []
-        state = 0
-        for byte in data:
-            state = nextmove[rowbase[state] + byte]
-            feature = output[state]
-            if feature >= 0:
-                features.append(feature)
-        return features
+    def _features(self, datas: Sequence[bytes]) -> list[tuple[Any, Any]]:
+        """Per text, the model's features the byte walk meets, in the order it first meets
+        them, and how often it meets each (as float32, in fresh arrays as `rank` has them)."""
+        np = self._np
+        reset = bytes([_RESET])
+        # byte i of the joined texts ends the window joined[i : i + _DEPTH]
+        joined = np.frombuffer(reset * (_DEPTH - 1) + reset.join(datas), dtype=np.uint8)
+        size = len(joined) - _DEPTH + 1
+        pairs = (joined[:size].astype(np.intp) << 8) | joined[1 : size + 1]
+        row = self._second_row[pairs]
+        for step in range(2, _DEPTH - 1):
+            row = self._row_of[self._nextmove[row + joined[step : step + size]]]
+        state = self._nextmove[row + joined[_DEPTH - 1 :]]
+        met: list[int] = self._output[state].tolist()
+        found = []
+        begin = 0
+        for data in datas:
+            counts = Counter(met[begin : begin + len(data)])
+            begin += len(data) + 1
+            counts.pop(-1, None)
+            found.append(
+                (
+                    np.fromiter(counts.keys(), dtype=np.intp, count=len(counts)),
+                    np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
+                )
+            )
+        return found
 
 
 def _head(text: str, size: int) -> str:
@@ -263,3 +344,6 @@ class LazyLangidDetector:
 
     def detect(self, text: str) -> str:
         return self._loaded().detect(text)
+
+    def detect_many(self, texts: Sequence[str]) -> list[str | LanguageDetectionError]:
+        return self._loaded().detect_many(texts)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from datetime import date
 
-from .proximity import near
+from .proximity import holds_any, near
 
 _MONTHS = {
     "januari": 1, "jan": 1, "january": 1,
@@ -40,6 +40,8 @@ _BIRTH_WORDS = re.compile(
     r"|\bbirth ?date\b|\bdob\b",
     re.IGNORECASE,
 )
+_BIRTH_LETTERS = ("geboren", "geboorte", "geb.", "born", "birth", "dob")
+"""A word that every match of `_BIRTH_WORDS` holds."""
 
 
 def find_birthdates(text: str) -> Iterator[tuple[int, int]]:
@@ -48,6 +50,8 @@ def find_birthdates(text: str) -> Iterator[tuple[int, int]]:
     The forms are 12-03-1985 (also with / or .), 12 maart 1985 (Dutch or English month
     names, full or short) and 1985-03-12. 31-02-1985 is no date, so it is not found.
     """
+    if not holds_any(text, _BIRTH_LETTERS):
+        return
     for match in _NUMERIC.finditer(text):
         day, _, month, year = match.groups()
         if _real(int(year), int(month), int(day)) and near(text, match.start(), _BIRTH_WORDS):

@@ -9,6 +9,10 @@ what they are. A number that fails its check is not that kind.
 
 The kinds run in a fixed order and each claims its span, so a later kind never reads the
 digits of an earlier one: an IBAN's account number or a BSN is never also a phone number.
+
+Most replies hold none, so the scans are skipped where they cannot find anything: a text
+without a digit or an "@" holds no identifier, and the kinds that count only near a
+keyword are not scanned for in a text without the keyword's letters (`holds_any`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from stdnum.nl import postcode as stdnum_postcode
 
 from .dates import find_birthdates
 from .plates import find_license_plates
-from .proximity import near
+from .proximity import holds_any, near
 
 IdentifierKind = Literal[
     "bsn", "iban", "email", "nl_phone", "postcode", "birthdate", "id_number", "license_plate"
@@ -59,6 +63,8 @@ def find_identifiers(
     still never reports the digits of an IBAN or a BSN.
     """
     wanted = set(kinds)
+    if not _DIGIT_OR_AT.search(text):
+        return []
     claimed: list[tuple[int, int]] = []
     found: list[Identifier] = []
     # The kinds after the last one asked for are not searched: they could only hide others.
@@ -71,6 +77,11 @@ def find_identifiers(
             if kind in wanted:
                 found.append(Identifier(kind, text[start:end], start, end))
     return sorted(found, key=lambda identifier: identifier.start)
+
+
+_DIGIT_OR_AT = re.compile(r"[\d@]")
+"""What a text without any identifier may lack: every kind but e-mail needs a digit (of any
+script, as `\\d` and the phone number matcher take them), an e-mail address its "@"."""
 
 
 def mask(kind: IdentifierKind, value: str) -> str:
@@ -172,10 +183,22 @@ _DOCUMENT_WORDS = re.compile(
     r"|identity card|document number",
     re.IGNORECASE,
 )
+_DOCUMENT_LETTERS = (
+    "paspoort",
+    "kaart",
+    "identiteitsbewijs",
+    "documentnummer",
+    "passport",
+    "identity card",
+    "document number",
+)
+"""A word that every match of `_DOCUMENT_WORDS` holds."""
 
 
 def _document_numbers(text: str) -> Iterator[tuple[int, int]]:
     """Passport and ID card numbers that follow a word naming the document."""
+    if not holds_any(text, _DOCUMENT_LETTERS):
+        return
     for match in _DOCUMENT.finditer(text):
         start = match.start()
         if near(text, start, _DOCUMENT_WORDS, reach=60) and stdnum_document.is_valid(match.group()):

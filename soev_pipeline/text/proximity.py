@@ -21,3 +21,17 @@ def near(text: str, start: int, keywords: re.Pattern[str], reach: int = 40) -> b
     if ends:
         window = window[ends[-1].end() :]
     return keywords.search(window) is not None
+
+
+def holds_any(text: str, words: tuple[str, ...]) -> bool:
+    """Say whether `text` holds one of `words` (lowercase), ignoring case as `re` does.
+
+    A cheap test before a scan whose every find needs a keyword `near` it: when each match
+    of the keyword pattern holds one of `words`, a text holding none of them has no find.
+    Case is folded as `re.IGNORECASE` folds it: besides the ordinary case pairs, `re` lets
+    "ı" and "İ" match "i", "ſ" match "s" and the Kelvin sign match "k".
+    """
+    folded = text.casefold()
+    if "\u0131" in folded or "\u0307" in folded:
+        folded = folded.replace("\u0131", "i").replace("\u0307", "")
+    return any(word in folded for word in words)

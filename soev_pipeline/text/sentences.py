@@ -62,16 +62,25 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-def letter_words(sentence: str) -> list[str]:
+def letter_words(sentence: str, first: int | None = None) -> list[str]:
     """Return the words of `sentence` that are language: letters only, no abbreviations.
 
     A word may hold an inner hyphen or apostrophe ("zzp'ers", "ex-werknemer"). Numbers,
     article labels ("6:162"), abbreviations ("art.", "o.a."), the short names of laws
     ("Awb", "Sr"), identifiers ("BWBR0005537/artikel-6:7") and acronyms in capitals of two
     or more letters ("BW", "UWV") are no evidence of a language, so they are left out:
-    "Conform art. 8:1 Awb." has one word.
+    "Conform art. 8:1 Awb." has one word. With `first`, only the first `first` words are
+    looked for: enough to tell whether a sentence has that many.
     """
-    return [word for token in sentence.split() if (word := _letter_word(token))]
+    if first is None:
+        return [word for token in sentence.split() if (word := _letter_word(token))]
+    words: list[str] = []
+    for token in sentence.split():
+        if len(words) >= first:
+            break
+        if word := _letter_word(token):
+            words.append(word)
+    return words
 
 
 @functools.lru_cache(maxsize=8192)

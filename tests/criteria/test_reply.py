@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from soev_pipeline.cli import load
 from soev_pipeline.core import (
     CriterionContext,
     CriterionParamsError,
+    LanguageDetectionError,
     LanguageDetector,
     Verdict,
 )
@@ -55,6 +57,23 @@ MIXED_REPLY = (
     "Neem bij twijfel z.s.m. contact op met een advocaat. "
     "Dit is geen juridisch advies."
 )
+
+
+class OneByOne:
+    """A detector that has only `detect`: the bundled one, asked a sentence at a time."""
+
+    def __init__(self, detector: LangidDetector) -> None:
+        self._detector = detector
+
+    def detect(self, text: str) -> str:
+        return self._detector.detect(text)
+
+
+def _answer(detector: LanguageDetector, text: str) -> str | LanguageDetectionError:
+    try:
+        return detector.detect(text)
+    except LanguageDetectionError as exc:
+        return exc
 
 
 def language(reply: str | None, detector: LanguageDetector | None, **params: Any) -> Verdict:
@@ -114,6 +133,32 @@ class TestLanguage:
         assert verdict.status == "fail"
         assert verdict.detail.endswith("'Sentence number three is English.' and 1 more")
         assert "four" not in verdict.detail
+
+    def test_a_detector_that_detects_many_is_asked_once_for_the_same_verdict(
+        self, detector: LangidDetector
+    ) -> None:
+        """A detector with `detect_many` gets the reply's countable sentences in one call,
+        and the verdict is the one of asking `detect` for each."""
+
+        class Batched(ScriptedDetector):
+            def __init__(self, answers: dict[str, str]) -> None:
+                super().__init__(answers)
+                self.batches: list[list[str]] = []
+
+            def detect_many(self, texts: Sequence[str]) -> list[str | LanguageDetectionError]:
+                self.batches.append(list(texts))
+                return [_answer(self, text) for text in texts]
+
+        sentences = ["Het bezwaar is gegrond.", "The appeal is allowed.", "Lorem ipsum dolor sit."]
+        answers = {sentences[0]: "nl", sentences[1]: "en"}
+        reply = " ".join(sentences) + " Zie art. 6:7 Awb."
+        batched = Batched(answers)
+        verdict = language(reply, batched)
+        assert batched.batches == [sentences]
+        assert verdict == language(reply, ScriptedDetector(answers))
+        assert verdict.detail.startswith("1/2 sentences in nl (0.50); 2 not counted")
+        for reply in [*DUTCH_REPLIES, MIXED_REPLY]:
+            assert language(reply, detector) == language(reply, OneByOne(detector))
 
     @pytest.mark.parametrize("reply", ["", "Art. 6:7 Awb.", "Ja. Nee. 12-03-2024.", "## Kop"])
     def test_nothing_to_detect_is_not_applicable(

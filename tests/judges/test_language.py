@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from soev_pipeline.core import LanguageDetectionError, LanguageDetector
 from soev_pipeline.judges import LangidDetector
-from soev_pipeline.judges.language import DEFAULT_LANGUAGES, MAX_CHARS, _head
+from soev_pipeline.judges.language import _DEPTH, _RESET, DEFAULT_LANGUAGES, MAX_CHARS, _head
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -220,18 +222,101 @@ def scored_texts() -> list[str]:
 
 @pytest.mark.parametrize("languages", [DEFAULT_LANGUAGES, None, ["nl", "en"]])
 def test_every_answer_and_score_is_py3langids_own(languages: list[str] | None) -> None:
-    """The detector's own walk and scoring give the scores of `LanguageIdentifier`, bit for
-    bit, and so the label its `rank` puts first."""
+    """The detector's scoring gives the scores of `LanguageIdentifier`, bit for bit, and so
+    the label its `rank` puts first: for each text alone and for all of them scored at once."""
     detector = LangidDetector(languages=languages)
     identifier, scorer = detector._identifier, detector._scorer
     featureless = identifier.rank("")
     texts = scored_texts()
     assert len(texts) > 600
-    for text in texts:
-        encoded = identifier._encode(text)
-        assert scorer._scores(encoded).tobytes() == identifier._decide(text).tobytes(), text
+    together = scorer._scores_many([identifier._encode(text) for text in texts])
+    expected = []
+    for text, scores in zip(texts, together, strict=True):
+        decided = identifier._decide(text).tobytes()
+        assert scores.tobytes() == scorer._scores(identifier._encode(text)).tobytes() == decided
         ranked = identifier.rank(text)
-        assert scorer.best(text) == (None if ranked == featureless else ranked[0][0]), text
+        expected.append(None if ranked == featureless else ranked[0][0])
+    assert scorer.best(texts) == expected
+    assert [scorer.best([text])[0] for text in texts[::7]] == expected[::7]
+
+
+def walked(detector: LangidDetector, data: bytes) -> list[int]:
+    """The features py3langid's byte walk meets in `data`, one by one, as it walks."""
+    identifier = detector._identifier
+    rowbase = [row << 8 for row in identifier.tk_row]
+    state, met = 0, []
+    for byte in data:
+        state = identifier.tk_nextmove[rowbase[state] + byte]
+        if identifier.tk_output[state] >= 0:
+            met.append(identifier.tk_output[state])
+    return met
+
+
+def counted(met: list[int]) -> tuple[list[int], list[float]]:
+    """The features of a walk in the order first met, and how often each was met."""
+    counts = Counter(met)
+    return list(counts), [float(count) for count in counts.values()]
+
+
+def test_the_features_are_the_byte_walks_for_any_bytes(detector: LangidDetector) -> None:
+    """Counting the features without walking gives the walk's counts in the walk's order,
+    for texts of every sort and for random bytes (each alone and all together), including
+    texts shorter than the automaton's depth and texts beside empty ones."""
+    generator = random.Random(32)
+    alphabet = b"aeioun tdrsl" + "éëï".encode()
+    datas = [text.encode("utf8", errors="surrogatepass") for text in scored_texts()[::5]]
+    for _ in range(200):
+        size = generator.choice([0, 1, 2, 5, 6, 7, 40, 300])
+        datas.append(
+            bytes(
+                generator.randrange(256) if generator.random() < 0.3 else generator.choice(alphabet)
+                for _ in range(size)
+            )
+        )
+    scorer = detector._scorer
+    together = scorer._features(datas)
+    for data, (features, counts) in zip(datas, together, strict=True):
+        expected = counted(walked(detector, data))
+        assert (features.tolist(), counts.tolist()) == expected, data
+        assert counts.dtype == "float32"
+    alone = scorer._features([datas[-1]])[0]
+    assert (alone[0].tolist(), alone[1].tolist()) == counted(walked(detector, datas[-1]))
+
+
+def test_the_automaton_is_as_deep_as_the_scorer_assumes(detector: LangidDetector) -> None:
+    """Every state of the model's automaton stands for at most `_DEPTH` bytes (its
+    shortest way from the start), and from a sample of states each byte leads where the
+    last `_DEPTH` bytes of that way and the byte lead from the start: the premise of
+    counting the features from windows of `_DEPTH` bytes."""
+    identifier = detector._identifier
+    rowbase = [row << 8 for row in identifier.tk_row]
+    nextmove = identifier.tk_nextmove
+    ways: dict[int, bytes] = {0: b""}
+    frontier = [0]
+    while frontier:
+        reached = []
+        for state in frontier:
+            row = nextmove[rowbase[state] : rowbase[state] + 256]
+            for byte, target in enumerate(row):
+                if target not in ways:
+                    ways[target] = ways[state] + bytes([byte])
+                    reached.append(target)
+        frontier = reached
+    assert len(ways) == len(identifier.tk_output)
+    assert max(map(len, ways.values())) == _DEPTH
+
+    def walk(data: bytes) -> int:
+        state = 0
+        for byte in data:
+            state = nextmove[rowbase[state] + byte]
+        return state
+
+    generator = random.Random(6)
+    for state in generator.sample(sorted(ways), 300):
+        for byte in range(256):
+            window = (ways[state] + bytes([byte]))[-_DEPTH:]
+            assert nextmove[rowbase[state] + byte] == walk(window)
+    assert all(nextmove[base + _RESET] == 0 for base in rowbase)
 
 
 def test_an_answer_is_remembered_and_an_error_raised_again(detector: LangidDetector) -> None:

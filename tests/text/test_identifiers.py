@@ -15,12 +15,17 @@ from soev_pipeline.text import (
     find_identifiers,
     mask,
 )
+from soev_pipeline.text.dates import _BIRTH_LETTERS, _BIRTH_WORDS
 from soev_pipeline.text.identifiers import (
+    _DIGIT_OR_AT,
+    _DOCUMENT_LETTERS,
+    _DOCUMENT_WORDS,
     _PHONE_DIGITS,
     _PHONE_MIN_DIGITS,
     _phones,
     _service_types,
 )
+from soev_pipeline.text.proximity import holds_any
 
 
 def found(text: str, kinds: tuple[IdentifierKind, ...] = IDENTIFIER_KINDS) -> list[tuple[str, str]]:
@@ -252,3 +257,60 @@ def test_no_dutch_number_of_a_personal_type_is_shorter_than_the_phone_minimum() 
         for length in (desc.possible_length or metadata.general_desc.possible_length)
     ]
     assert min(lengths) == _PHONE_MIN_DIGITS
+
+
+def _alternatives(pattern: re.Pattern[str]) -> list[str]:
+    """The words of a keyword pattern, each in its shortest spelling, without anchors."""
+    words = re.sub(r"\\b|\?|\[(.)[^]]*\]", lambda m: m.group(1) or "", pattern.pattern)
+    return [word.replace("\\.", ".").replace("-", "") for word in words.split("|")]
+
+
+def _case_variants(word: str) -> list[str]:
+    """`word`, and it with each letter in turn replaced by every other character that
+    `re.IGNORECASE` lets match it (such as "İ" and "ı" for "i", "ſ" for "s")."""
+    variants = [word, word.upper()]
+    for index, letter in enumerate(word):
+        same = re.compile(re.escape(letter), re.IGNORECASE)
+        for point in range(0x2200):
+            if same.fullmatch(chr(point)) and chr(point) != letter:
+                variants.append(word[:index] + chr(point) + word[index + 1 :])
+    return variants
+
+
+@pytest.mark.parametrize(
+    ("keywords", "letters"),
+    [(_BIRTH_WORDS, _BIRTH_LETTERS), (_DOCUMENT_WORDS, _DOCUMENT_LETTERS)],
+)
+def test_a_text_without_the_keyword_letters_has_no_keyword(
+    keywords: re.Pattern[str], letters: tuple[str, ...]
+) -> None:
+    """The cheap test before the scans of birth dates and document numbers: every
+    spelling of every keyword, in any case `re` allows, holds one of the letters."""
+    words = _alternatives(keywords)
+    assert len(words) >= 6
+    for word in words:
+        for variant in _case_variants(word):
+            assert keywords.search(f"x {variant} y"), variant
+            assert holds_any(f"x {variant} y", letters), variant
+    assert not holds_any("Ik ben gebleven op 12-03-1985.", _BIRTH_LETTERS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Geboren op 12-03-1985.",
+        "GEBOORTEDATUM: 12 maart 1985.",
+        "Mijn paſpoortnummer is XR1001R58.",
+        "Het documentnummer van mijn İD-kaart: IZ12AB345.",
+    ],
+)
+def test_what_the_cheap_tests_let_through_is_still_found(text: str) -> None:
+    assert found(text)
+
+
+def test_a_text_without_a_digit_or_an_at_sign_holds_no_identifier() -> None:
+    """Every kind but e-mail needs a digit, so such a text is not scanned; a digit of
+    another script is a digit too."""
+    assert found("Bel me op ٠٦-١٢٣٤٥٦٧٨.") == [("nl_phone", "٠٦-١٢٣٤٥٦٧٨")]
+    assert found("Mail jan@voorbeeld.nl.") == [("email", "jan@voorbeeld.nl")]
+    assert _DIGIT_OR_AT.search("٠") and not _DIGIT_OR_AT.search("Geen nummer hier, BSN.")

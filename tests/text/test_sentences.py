@@ -98,6 +98,14 @@ def test_letter_words_leave_out_numbers_labels_ids_abbreviations_and_acronyms() 
     assert letter_words("Conform (art. 8:1 Awb) jo. art. 6:7 Sr.") == ["Conform"]
 
 
+def test_letter_words_can_stop_after_the_first_few() -> None:
+    sentence = "Zie art. 6:7 Awb en lid 2 van het besluit."
+    assert letter_words(sentence, 3) == ["Zie", "en", "lid"]
+    assert letter_words(sentence, 9) == letter_words(sentence)
+    assert letter_words(sentence) == [*letter_words(sentence, 4), "het", "besluit"]
+    assert letter_words("Conform art. 8:1 Awb.", 3) == ["Conform"]
+
+
 def test_letter_words_keep_inner_hyphens_apostrophes_and_one_letter_words() -> None:
     assert letter_words("U bent ex-werknemer, net als zzp'ers.") == [
         "U",
