@@ -254,7 +254,7 @@ async def execute(
                 )
             if "aggregate" in ordered:
                 scoring = scoring or Scoring.read(archive, latest_scoring(archive))
-                report = aggregate(archive, scoring.path, progress)
+                report = aggregate(archive, scoring, progress)
                 archive.commit(scoring.path, write_scoring_pages(loaded, archive, scoring.path))
                 if attempting:
                     await publish(bindings, archive, report)
