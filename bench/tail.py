@@ -8,7 +8,9 @@ falls on both:
 - aggregate: the report of a new run folded while it was graded (`Scoring.fold` and the
   stream's ledger), against the report built by reading verdicts.jsonl and
   evidence.jsonl back (a scoring read from disk);
-- pages: `write_scoring_pages` (index.json and report.html);
+- pages: `write_scoring_pages` (index.json and report.html), given the attempts and the
+  comparison that the aggregate step made (`api.execute` passes them), against reading
+  them again;
 - record: `record.record` into the project's Dagster instance, opened and connected ahead
   (`record.open_ahead`, what `soev-evals run` does while its attempts run), against opened
   at the record;
@@ -19,6 +21,9 @@ It runs two runs first (the second has the first to compare with, as a project's
 usually do) through `soev_pipeline.api`, against the bundled reference assistant.
 
     python bench/tail.py                     # 2,000 attempts, 5 times each way
+
+It prints the median and the fastest of each: on a shared machine the fastest is the
+better measure of what a step costs itself.
     python bench/tail.py --attempts 500 --repeat 3
 """
 
@@ -69,7 +74,7 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
     from soev_pipeline import api
     from soev_pipeline.orchestration import record
     from soev_pipeline.orchestration.keys import asset_key
-    from soev_pipeline.run.service import aggregate
+    from soev_pipeline.run.service import aggregate, aggregate_run
     from soev_pipeline.view import write_scoring_pages
 
     api.run_sync(api.evaluate_run(project, run_id="earlier"))
@@ -85,11 +90,23 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
         record.open_ahead(evaluation.paths)
         return _timed(lambda: record.record(evaluation))
 
+    made = aggregate_run(archive, scoring)
+    known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
     for _ in range(repeat):
         add("aggregate, folded while graded", lambda: aggregate(archive, scoring))
         add("aggregate, files read back", lambda: aggregate(archive, scoring.path))
         add(
-            "pages (index.json, report.html)",
+            "pages, given what aggregate read",
+            lambda: write_scoring_pages(
+                evaluation.loaded,
+                archive,
+                scoring.path,
+                known=known,
+                comparison=made.report.previous,
+            ),
+        )
+        add(
+            "pages, reading it again",
             lambda: write_scoring_pages(evaluation.loaded, archive, scoring.path),
         )
         times.setdefault("record, instance opened ahead", []).append(record_ahead())
@@ -112,9 +129,10 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
         instance.fetch_materializations = counted  # type: ignore[method-assign]
         add("lookup of prompts versions", lambda: record.latest_prompts_versions(instance, key))
     total = sum(1 for _ in archive.iter_attempts())
-    print(f"\nthe steps after the last attempt: {total} attempts (median of {repeat})")
+    print(f"\nthe steps after the last attempt: {total} attempts ({repeat} times each)")
+    print(f"  {'':<36}{'median':>9}{'fastest':>9}")
     for name, values in times.items():
-        print(f"  {name:<36}{statistics.median(values):>7.3f} s")
+        print(f"  {name:<36}{statistics.median(values):>7.3f} s{min(values):>7.3f} s")
     materializations = 2 * (rescores + repeat * 2 + 1)
     print(f"  the lookup read {read[-1] if read else 0} records of about {materializations}")
 

@@ -177,6 +177,18 @@ class ReportFold:
         ledger: AttemptLedger | None = None,
     ) -> Report:
         """The report of the attempts folded so far (see `build_report`)."""
+        return self.build(manifest, scoring=scoring, previous=previous, ledger=ledger)[0]
+
+    def build(
+        self,
+        manifest: Manifest,
+        *,
+        scoring: GradingSummary,
+        previous: RunAttempts | None = None,
+        ledger: AttemptLedger | None = None,
+    ) -> tuple[Report, RunAttempts]:
+        """`report`, and the run's attempts as a comparison pairs them (what
+        `run_attempts.read_attempts` reads once the report is written)."""
         collector = AttemptsCollector(manifest.k, ledger)
         scores: dict[str, list[AttemptScore]] = defaultdict(list)
         place: dict[str, tuple[str, Split]] = {}
@@ -211,7 +223,7 @@ class ReportFold:
 
         expected = len(manifest.cases) * manifest.k
         criteria = self._criteria
-        return Report(
+        report = Report(
             run_id=manifest.run_id,
             project=manifest.project,
             k=manifest.k,
@@ -236,6 +248,7 @@ class ReportFold:
             prompts=dict(manifest.prompts),
             previous=comparison,
         )
+        return report, now
 
 
 def build_report(

@@ -35,7 +35,7 @@ from .manifest import Manifest, build_manifest, check_resumable, check_same_proj
 from .progress import Progress
 from .report import ReportFold, write_report
 from .results import GradingSummary, Report
-from .run_attempts import previous_attempts
+from .run_attempts import RunAttempts, previous_attempts
 from .stream import ArchivedStream
 from .unrun import AttemptLedger, read_ledger
 
@@ -450,6 +450,16 @@ async def attempt_and_grade(
     return attempted, scoring
 
 
+@dataclass(frozen=True)
+class Aggregated:
+    """What the aggregate step made: the report, and the attempts it compared (the run's,
+    and its previous run's when it has one), which the pages written after it reuse."""
+
+    report: Report
+    attempts: RunAttempts
+    previous: RunAttempts | None
+
+
 def aggregate(
     archive: RunArchive, scoring: Path | Scoring, progress: Progress | None = None
 ) -> Report:
@@ -463,6 +473,13 @@ def aggregate(
         ProjectError: the scoring is missing or its verdicts do not read.
         RunLockedError: another command works on the run.
     """
+    return aggregate_run(archive, scoring, progress).report
+
+
+def aggregate_run(
+    archive: RunArchive, scoring: Path | Scoring, progress: Progress | None = None
+) -> Aggregated:
+    """`aggregate`, with the attempts it compared."""
     folded = scoring if isinstance(scoring, Scoring) else None
     path = scoring.path if isinstance(scoring, Scoring) else scoring
     with archive.locked("rescore"):
@@ -478,10 +495,10 @@ def aggregate(
             fold = ReportFold()
             for attempt in iter_graded(path):
                 fold.add(attempt)
-        report = fold.report(manifest, scoring=summary, previous=previous, ledger=ledger)
+        report, attempts = fold.build(manifest, scoring=summary, previous=previous, ledger=ledger)
         write_report(path, report)
         archive.commit(path, (REPORT,))  # the last of the scoring: it is complete
-    return report
+    return Aggregated(report, attempts, previous)
 
 
 def latest_scoring(archive: RunArchive) -> Path:
