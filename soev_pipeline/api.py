@@ -41,7 +41,7 @@ from soev_pipeline.run.service import (
     AttemptedRun,
     RunSelection,
     Scoring,
-    aggregate,
+    aggregate_run,
     attempt,
     attempt_and_grade,
     grade,
@@ -254,8 +254,13 @@ async def execute(
                 )
             if "aggregate" in ordered:
                 scoring = scoring or Scoring.read(archive, latest_scoring(archive))
-                report = aggregate(archive, scoring.path, progress)
-                archive.commit(scoring.path, write_scoring_pages(loaded, archive, scoring.path))
+                made = aggregate_run(archive, scoring, progress)
+                report = made.report
+                known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
+                pages = write_scoring_pages(
+                    loaded, archive, scoring.path, known=known, comparison=report.previous
+                )
+                archive.commit(scoring.path, pages)
                 if attempting:
                     await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, ordered, attempted, scoring, report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import importlib
 import json
 import sys
@@ -53,12 +54,12 @@ from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
 
-def _after_the_run() -> None:
+def _after_the_run(paths: ProjectPaths) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
-    templates compiled, a figure drawn: `html_report.warm`), to record the run (Dagster's
-    storage too: `record.load_storage_modules`)."""
+    templates compiled, a figure drawn: `html_report.warm`), to record the run (Dagster,
+    and the project's instance opened with its storage connected: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
-    importlib.import_module("soev_pipeline.orchestration.record").load_storage_modules()
+    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths)
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -78,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = Preloading(sys.stderr, _after_the_run)
+    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths))
     progress.phase(f"run {run_id}")
     try:
         evaluation = api.run_sync(
@@ -97,6 +98,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except BaseException as exc:
         progress.close()
+        recording = sys.modules.get("soev_pipeline.orchestration.record")
+        if recording is not None:  # what the start-up thread opened, if it got that far
+            recording.close_ahead()
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
             return interruption_status()

@@ -68,13 +68,18 @@ def ensure_instance(home: Path) -> Path:
 
 
 @contextmanager
-def project_instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
-    """The Dagster instance the CLI and the UI share for the project's runs."""
+def project_instance(paths: ProjectPaths, *, close: bool = True) -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance the CLI and the UI share for the project's runs; `close` False
+    leaves it open when the block ends, for the caller to `dispose` later."""
     home = ensure_instance(paths.dagster_home)
     previous = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
     try:
-        with dg.DagsterInstance.get() as instance:
+        instance = dg.DagsterInstance.get()
+        if not close:
+            yield instance
+            return
+        with instance:
             yield instance
     finally:
         if previous is None:

@@ -176,6 +176,7 @@ class _Grading:
         workers: int | None,
         progress: Progress | None,
         max_chunk: int = MAX_CHUNK,
+        written: Callable[[str], object] | None = None,
     ) -> None:
         self.loaded = loaded
         self.ctx = ctx
@@ -188,6 +189,7 @@ class _Grading:
         self.limit = asyncio.Semaphore(self.concurrency)
         self.workers = workers
         self.progress = progress
+        self.written = written
         self.max_chunk = max(1, max_chunk)
         self.pool: WorkerPool[Sequence[Evidence | str], ChunkResult] | None = None
         self.statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
@@ -339,7 +341,10 @@ class _Grading:
                 line = _graded(self.loaded, plan.case, evidence, verdicts).model_dump_json()
                 for verdict in verdicts:
                     self.statuses[verdict.status] += 1
-            self.out.write(redact(line) + "\n")
+            line = redact(line)
+            self.out.write(line + "\n")
+            if self.written is not None:
+                self.written(line)
             self.done += 1
             if self.progress is not None:
                 self.progress(self.done, self.total)
@@ -359,6 +364,7 @@ async def grade_evidence(
     progress: Progress | None = None,
     workers: int | None = None,
     max_chunk: int = MAX_CHUNK,
+    written: Callable[[str], object] | None = None,
 ) -> GradingSummary:
     """Grade `evidence` into `scoring_dir/verdicts.jsonl`, a line per attempt, in order.
 
@@ -373,6 +379,8 @@ async def grade_evidence(
     at once by the criteria that run here; each attempt's criteria run concurrently.
     `workers` is the number of grading processes: None decides from the work and the cores
     (or `SOEV_GRADE_WORKERS`), 1 grades here alone, more always starts a pool.
+    `written` is given each line as it is written (without its newline): the report is
+    folded from them (`report.ReportFold`).
 
     Raises:
         ProjectError: `SOEV_GRADE_WORKERS` is not a valid number.
@@ -392,6 +400,7 @@ async def grade_evidence(
             workers=workers,
             progress=progress,
             max_chunk=max_chunk,
+            written=written,
         )
         await grading.run(evidence)
     kinds = {spec.kind for plan in grading.plans.values() for spec in plan.case.criteria}

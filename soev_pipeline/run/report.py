@@ -51,35 +51,35 @@ class _DevCases:
 
     An attempt that did not run is listed as not passed, with its code; a planned attempt
     without evidence (interrupted) is listed without verdicts. Equal verdicts share one
-    `PublicVerdict` (frozen): most verdicts of a large run repeat one another, and the
-    case list is the largest part of a report in memory.
+    `PublicVerdict` (frozen, `_public`): most verdicts of a large run repeat one another,
+    and the case list is the largest part of a report in memory.
     """
 
     def __init__(self, collector: AttemptsCollector) -> None:
         self._collector = collector
         self._attempts: dict[str, list[AttemptResult]] = defaultdict(list)
         self._suite: dict[str, str] = {}
-        self._verdicts: dict[tuple[str, str, str, float, bool], PublicVerdict] = {}
 
-    def add(self, attempt: GradedAttempt) -> None:
-        self._suite[attempt.case_id] = attempt.suite
-        unrun = self._collector.unrun_code(attempt.case_id, attempt.attempt)
-        self._attempts[attempt.case_id].append(
+    def add(
+        self,
+        case_id: str,
+        suite: str,
+        attempt: int,
+        passed: bool,
+        score: float | None,
+        verdicts: tuple[PublicVerdict, ...],
+    ) -> None:
+        self._suite[case_id] = suite
+        unrun = self._collector.unrun_code(case_id, attempt)
+        self._attempts[case_id].append(
             AttemptResult(
-                attempt=attempt.attempt,
-                passed=attempt.passed and unrun is None,
-                score=attempt.score,
-                verdicts=tuple(self._public(verdict) for verdict in attempt.verdicts),
+                attempt=attempt,
+                passed=passed and unrun is None,
+                score=score,
+                verdicts=verdicts,
                 unrun=unrun,
             )
         )
-
-    def _public(self, verdict: Verdict) -> PublicVerdict:
-        key = (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
-        public = self._verdicts.get(key)
-        if public is None:
-            public = self._verdicts[key] = PublicVerdict.of(verdict)
-        return public
 
     def results(self, suites: Sequence[str]) -> tuple[CaseResult, ...]:
         """The cases in suite order, then by id, each with its attempts in order."""
@@ -110,6 +110,147 @@ class _DevCases:
         return tuple(cases)
 
 
+class _Public:
+    """Gives equal verdicts one shared `PublicVerdict` (see `_DevCases`)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str, float, bool], PublicVerdict] = {}
+
+    def __call__(self, verdict: Verdict) -> PublicVerdict:
+        key = (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
+        public = self._seen.get(key)
+        if public is None:
+            public = self._seen[key] = PublicVerdict.of(verdict)
+        return public
+
+
+_Row = tuple[str, str, Split, int, float | None, bool, tuple[PublicVerdict, ...] | None]
+"""What a report keeps of a graded attempt: case, suite, split, attempt, score, passed, and
+the public verdicts of a dev case's attempt (None for a test case's)."""
+
+
+class ReportFold:
+    """The report of a scoring, folded one graded attempt at a time, as grading writes them.
+
+    `add` keeps what the report needs of an attempt (its place, score and pass, the verdict
+    counts, a dev case's public verdicts) and `report` builds the report from that, with
+    the run's ledger, once the last attempt is in. `build_report` folds the attempts it is
+    given the same way, so a report folded while the attempts are graded is the one that
+    reading the verdicts back afterwards gives, byte for byte.
+    """
+
+    def __init__(self) -> None:
+        self._rows: list[_Row] = []
+        self._criteria: dict[str, dict[Status, int]] = {}
+        self._public = _Public()
+
+    def add(self, attempt: GradedAttempt) -> None:
+        """Fold in one graded attempt, in the order of the verdicts."""
+        for verdict in attempt.verdicts:
+            counts = self._criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
+            counts[verdict.status] += 1
+        public = None
+        if attempt.split == "dev":
+            public = tuple(map(self._public, attempt.verdicts))
+        self._rows.append(
+            (
+                attempt.case_id,
+                attempt.suite,
+                attempt.split,
+                attempt.attempt,
+                attempt.score,
+                attempt.passed,
+                public,
+            )
+        )
+
+    def add_line(self, line: str) -> None:
+        """Fold in a line of `verdicts.jsonl`, as it is written."""
+        self.add(GradedAttempt.model_validate_json(line))
+
+    def report(
+        self,
+        manifest: Manifest,
+        *,
+        scoring: GradingSummary,
+        previous: RunAttempts | None = None,
+        ledger: AttemptLedger | None = None,
+    ) -> Report:
+        """The report of the attempts folded so far (see `build_report`)."""
+        return self.build(manifest, scoring=scoring, previous=previous, ledger=ledger)[0]
+
+    def build(
+        self,
+        manifest: Manifest,
+        *,
+        scoring: GradingSummary,
+        previous: RunAttempts | None = None,
+        ledger: AttemptLedger | None = None,
+    ) -> tuple[Report, RunAttempts]:
+        """`report`, and the run's attempts as a comparison pairs them (what
+        `run_attempts.read_attempts` reads once the report is written)."""
+        collector = AttemptsCollector(manifest.k, ledger)
+        scores: dict[str, list[AttemptScore]] = defaultdict(list)
+        place: dict[str, tuple[str, Split]] = {}
+        dev = _DevCases(collector)
+        for case_id, suite, split, number, score, passed, public in self._rows:
+            ran = collector.add(case_id, suite, split, number, passed)
+            scores[case_id].append(AttemptScore(score, passed, ran))
+            place[case_id] = (suite, split)
+            if public is not None:
+                dev.add(case_id, suite, number, passed, score, public)
+        for case_id, values in scores.items():
+            values += [AttemptScore(None, False, ran=False)] * len(collector.missing(case_id))
+        now = collector.result(manifest)
+        comparison = compare_rates(now, previous) if previous is not None else None
+        figures = {case_id: case_figures(values) for case_id, values in scores.items()}
+        suite_order = {name: index for index, name in enumerate(manifest.suites)}
+        by_suite: dict[str, list[str]] = defaultdict(list)
+        by_split: dict[str, list[str]] = defaultdict(list)
+        for case_id in figures:
+            suite, split = place[case_id]
+            by_suite[suite].append(case_id)
+            by_split[split].append(case_id)
+
+        paired_suites = comparison.suites if comparison is not None else {}
+        paired_splits = comparison.splits if comparison is not None else {}
+
+        overall = comparison.overall if comparison is not None else None
+
+        def group(case_ids: list[str], paired: PairedGroup | None) -> GroupFigures:
+            drop = group_drop(now, case_ids, paired, overall)
+            return aggregate([figures[c] for c in case_ids], manifest.k, detectable_drop=drop)
+
+        expected = len(manifest.cases) * manifest.k
+        criteria = self._criteria
+        report = Report(
+            run_id=manifest.run_id,
+            project=manifest.project,
+            k=manifest.k,
+            split=manifest.split,
+            suites={
+                name: group(by_suite[name], paired_suites.get(name))
+                for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
+            },
+            splits={
+                name: group(by_split[name], paired_splits.get(name)) for name in sorted(by_split)
+            },
+            overall=group(list(figures), overall),
+            criteria={
+                kind: StatusCounts.model_validate(counts)
+                for kind, counts in sorted(criteria.items())
+            },
+            cases=dev.results(manifest.suites),
+            expected_attempts=expected,
+            unrun=now.unrun,
+            inconclusive=too_many(now.unrun.attempts, expected),
+            scoring=scoring,
+            prompts=dict(manifest.prompts),
+            previous=comparison,
+        )
+        return report, now
+
+
 def build_report(
     manifest: Manifest,
     graded: Iterable[GradedAttempt],
@@ -127,67 +268,10 @@ def build_report(
     comparison with it (docs/statistics.md#two-runs-paired-differences-and-the-sign-test),
     at the default alpha and share of attempts that may not have run.
     """
-    collector = AttemptsCollector(manifest.k, ledger)
-    scores: dict[str, list[AttemptScore]] = defaultdict(list)
-    place: dict[str, tuple[str, Split]] = {}
-    dev = _DevCases(collector)
-    criteria: dict[str, dict[Status, int]] = {}
+    fold = ReportFold()
     for attempt in graded:
-        ran = collector.add(
-            attempt.case_id, attempt.suite, attempt.split, attempt.attempt, attempt.passed
-        )
-        scores[attempt.case_id].append(AttemptScore(attempt.score, attempt.passed, ran))
-        place[attempt.case_id] = (attempt.suite, attempt.split)
-        for verdict in attempt.verdicts:
-            counts = criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
-            counts[verdict.status] += 1
-        if attempt.split == "dev":
-            dev.add(attempt)
-    for case_id, values in scores.items():
-        values += [AttemptScore(None, False, ran=False)] * len(collector.missing(case_id))
-    now = collector.result(manifest)
-    comparison = compare_rates(now, previous) if previous is not None else None
-    figures = {case_id: case_figures(values) for case_id, values in scores.items()}
-    suite_order = {name: index for index, name in enumerate(manifest.suites)}
-    by_suite: dict[str, list[str]] = defaultdict(list)
-    by_split: dict[str, list[str]] = defaultdict(list)
-    for case_id in figures:
-        suite, split = place[case_id]
-        by_suite[suite].append(case_id)
-        by_split[split].append(case_id)
-
-    paired_suites = comparison.suites if comparison is not None else {}
-    paired_splits = comparison.splits if comparison is not None else {}
-
-    overall = comparison.overall if comparison is not None else None
-
-    def group(case_ids: list[str], paired: PairedGroup | None) -> GroupFigures:
-        drop = group_drop(now, case_ids, paired, overall)
-        return aggregate([figures[c] for c in case_ids], manifest.k, detectable_drop=drop)
-
-    expected = len(manifest.cases) * manifest.k
-    return Report(
-        run_id=manifest.run_id,
-        project=manifest.project,
-        k=manifest.k,
-        split=manifest.split,
-        suites={
-            name: group(by_suite[name], paired_suites.get(name))
-            for name in sorted(by_suite, key=lambda n: (suite_order.get(n, 0), n))
-        },
-        splits={name: group(by_split[name], paired_splits.get(name)) for name in sorted(by_split)},
-        overall=group(list(figures), overall),
-        criteria={
-            kind: StatusCounts.model_validate(counts) for kind, counts in sorted(criteria.items())
-        },
-        cases=dev.results(manifest.suites),
-        expected_attempts=expected,
-        unrun=now.unrun,
-        inconclusive=too_many(now.unrun.attempts, expected),
-        scoring=scoring,
-        prompts=dict(manifest.prompts),
-        previous=comparison,
-    )
+        fold.add(attempt)
+    return fold.report(manifest, scoring=scoring, previous=previous, ledger=ledger)
 
 
 def write_report(scoring_dir: Path, report: Report) -> None:
@@ -221,12 +305,21 @@ def read_cases(scoring_dir: Path, suites: Sequence[str]) -> tuple[CaseResult, ..
     found = _ledger(scoring_dir)
     collector = AttemptsCollector(0) if found is None else AttemptsCollector(found[0].k, found[1])
     dev = _DevCases(collector)
+    public = _Public()
     for attempt in iter_graded(scoring_dir):
         collector.add(
             attempt.case_id, attempt.suite, attempt.split, attempt.attempt, attempt.passed
         )
         if attempt.split == "dev":
-            dev.add(attempt)
+            verdicts = tuple(map(public, attempt.verdicts))
+            dev.add(
+                attempt.case_id,
+                attempt.suite,
+                attempt.attempt,
+                attempt.passed,
+                attempt.score,
+                verdicts,
+            )
     return dev.results(suites)
 
 

@@ -9,7 +9,7 @@ here imports dagster.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError, UnreachableSystemError
@@ -33,11 +33,11 @@ from .attempts import (
 from .grading import MAX_CHUNK, grade_evidence, iter_graded
 from .manifest import Manifest, build_manifest, check_resumable, check_same_project
 from .progress import Progress
-from .report import build_report, write_report
+from .report import ReportFold, write_report
 from .results import GradingSummary, Report
-from .run_attempts import previous_attempts
+from .run_attempts import RunAttempts, previous_attempts
 from .stream import ArchivedStream
-from .unrun import read_ledger
+from .unrun import AttemptLedger, read_ledger
 
 MAX_K = 1000
 """The most attempts per case a run may ask for: more is a typo, not an evaluation."""
@@ -197,7 +197,9 @@ async def attempt(
             if prepared.resumed:
                 stream.abandon()
             else:
-                stream.open(len(prepared.plan), min(system.concurrency, MAX_CHUNK))
+                stream.open(
+                    len(prepared.plan), min(system.concurrency, MAX_CHUNK), prepared.manifest
+                )
         with prepared.archive.evidence_writer() as writer:
 
             async def run(plan: list[tuple[Case, int]], first: int = 0) -> AttemptStats:
@@ -251,11 +253,19 @@ class NotTheArchive(Exception):
 @dataclass(frozen=True)
 class Scoring:
     """One grading of a run's evidence: its (local) folder, its summary, and where the
-    archive keeps it (a path or a URL, for people)."""
+    archive keeps it (a path or a URL, for people).
+
+    A scoring graded in this command also holds its report folded as its verdicts were
+    written (`fold`) and, when the attempts were graded as they were archived, the run's
+    ledger folded from them (`ledger`): the aggregate step then reads neither its verdicts
+    nor the evidence back.
+    """
 
     path: Path
     summary: GradingSummary
     location: str = ""
+    fold: ReportFold | None = field(default=None, repr=False, compare=False)
+    ledger: AttemptLedger | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def read(cls, archive: RunArchive, path: Path) -> Scoring:
@@ -306,6 +316,7 @@ async def grade(
             # built once before grading: forked grading workers then share them
             await asyncio.to_thread(ctx.corpus.warm)
         scoring_dir = archive.new_scoring()
+        fold = ReportFold()
         try:
             if arriving is None:
                 summary = await grade_evidence(
@@ -317,6 +328,7 @@ async def grade(
                     prompts=loaded.prompt_shas,
                     offline=offline,
                     progress=progress.graded,
+                    written=fold.add_line,
                 )
             else:
                 summary = await grade_evidence(
@@ -328,6 +340,7 @@ async def grade(
                     prompts=loaded.prompt_shas,
                     offline=offline,
                     max_chunk=arriving.chunk,
+                    written=fold.add_line,
                 )
                 if arriving.abandoned or archive.attempt_keys() != arriving.keys:
                     raise NotTheArchive
@@ -341,7 +354,7 @@ async def grade(
         finally:
             if ctx.corpus is not None:
                 ctx.corpus.drop_indexes()  # their memory goes before the report is built
-    return Scoring(scoring_dir, summary, archive.where(f"{SCORINGS}/{scoring_dir.name}"))
+    return Scoring(scoring_dir, summary, archive.where(f"{SCORINGS}/{scoring_dir.name}"), fold=fold)
 
 
 async def attempt_and_grade(
@@ -422,7 +435,7 @@ async def attempt_and_grade(
     scoring: Scoring | None = None
     if grading is not None:
         try:
-            scoring = await grading
+            scoring = replace(await grading, ledger=stream.ledger())
         except NotTheArchive:
             scoring = None
     if scoring is None:
@@ -437,26 +450,55 @@ async def attempt_and_grade(
     return attempted, scoring
 
 
-def aggregate(archive: RunArchive, scoring: Path, progress: Progress | None = None) -> Report:
+@dataclass(frozen=True)
+class Aggregated:
+    """What the aggregate step made: the report, and the attempts it compared (the run's,
+    and its previous run's when it has one), which the pages written after it reuse."""
+
+    report: Report
+    attempts: RunAttempts
+    previous: RunAttempts | None
+
+
+def aggregate(
+    archive: RunArchive, scoring: Path | Scoring, progress: Progress | None = None
+) -> Report:
     """The aggregate step: the report of a scoring, with the comparison to the previous run,
     written beside its verdicts. The returned report holds the dev cases too.
+
+    A `Scoring` graded in this command gives its folded report and ledger, when it has
+    them, so that its verdicts and evidence are not read back; the report is the same.
 
     Raises:
         ProjectError: the scoring is missing or its verdicts do not read.
         RunLockedError: another command works on the run.
     """
+    return aggregate_run(archive, scoring, progress).report
+
+
+def aggregate_run(
+    archive: RunArchive, scoring: Path | Scoring, progress: Progress | None = None
+) -> Aggregated:
+    """`aggregate`, with the attempts it compared."""
+    folded = scoring if isinstance(scoring, Scoring) else None
+    path = scoring.path if isinstance(scoring, Scoring) else scoring
     with archive.locked("rescore"):
         (progress or Progress()).started("aggregate")
         manifest = archive.manifest()
-        summary = GradingSummary.model_validate_json((scoring / SCORING).read_bytes())
+        summary = GradingSummary.model_validate_json((path / SCORING).read_bytes())
         previous = previous_attempts(archive.runs_dir, manifest)
-        ledger = read_ledger(archive, manifest)
-        report = build_report(
-            manifest, iter_graded(scoring), scoring=summary, previous=previous, ledger=ledger
-        )
-        write_report(scoring, report)
-        archive.commit(scoring, (REPORT,))  # the last of the scoring: it is complete
-    return report
+        ledger = folded.ledger if folded is not None else None
+        if ledger is None:
+            ledger = read_ledger(archive, manifest)
+        fold = folded.fold if folded is not None else None
+        if fold is None:
+            fold = ReportFold()
+            for attempt in iter_graded(path):
+                fold.add(attempt)
+        report, attempts = fold.build(manifest, scoring=summary, previous=previous, ledger=ledger)
+        write_report(path, report)
+        archive.commit(path, (REPORT,))  # the last of the scoring: it is complete
+    return Aggregated(report, attempts, previous)
 
 
 def latest_scoring(archive: RunArchive) -> Path:

@@ -5,7 +5,8 @@ grade step reads it as an async iterable of `Evidence`, decoded from those lines
 reading of the archive would decode them. So the verdicts of a streamed grading are those
 of a grading of the archive after the run, line for line, as long as the archive's order
 is the order of the stream: `keys` keeps the stream's order, for `service` to compare with
-the archive's when the attempts are done.
+the archive's when the attempts are done. The stream folds the run's ledger as it goes
+(`ledger`), which is then the archive's too, for the report.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from soev_pipeline.core.models import Evidence
+
+from .manifest import Manifest
+from .unrun import AttemptLedger, LedgerFold
 
 
 class ArchivedStream:
@@ -33,12 +37,19 @@ class ArchivedStream:
         self.keys: list[tuple[str, int]] = []
         self.closed = False
         self.abandoned = False
+        self._ledger: LedgerFold | None = None
 
-    def open(self, total: int, chunk: int) -> None:
-        """The run is archived and plans `total` attempts: grading may start, in chunks of
-        at most `chunk` attempts."""
+    def open(self, total: int, chunk: int, manifest: Manifest) -> None:
+        """The run of `manifest` is archived and plans `total` attempts: grading may start,
+        in chunks of at most `chunk` attempts."""
         self.total, self.chunk = total, max(1, chunk)
+        self._ledger = LedgerFold(manifest)
         self.opened.set()
+
+    def ledger(self) -> AttemptLedger | None:
+        """The ledger of the attempts read so far (`unrun.read_ledger` of the archive, when
+        the archive's attempts are the stream's); None before the stream opened."""
+        return None if self._ledger is None else self._ledger.ledger()
 
     def archived(self, line: str) -> None:
         """The line of an attempt, just archived; dropped once the stream is closed."""
@@ -63,4 +74,6 @@ class ArchivedStream:
         while (line := await self._lines.get()) is not None:
             evidence = Evidence.model_validate_json(line)
             self.keys.append((evidence.case_id, evidence.attempt))
+            if self._ledger is not None:
+                self._ledger.add(evidence)
             yield evidence

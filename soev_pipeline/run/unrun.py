@@ -86,6 +86,46 @@ class AttemptLedger:
         return too_many(len(self.unrun), self.planned, max_unrun)
 
 
+class LedgerFold:
+    """The ledger of a run, folded one attempt's evidence at a time: `read_ledger` folds
+    the archive's attempts as `RunArchive.iter_attempts` reads them, and a new run's
+    attempts are folded as they are archived (`stream.ArchivedStream`).
+
+    Each (case, attempt) is to be added once, its line that counts, in the order of the
+    archive. Attempts the manifest does not plan are passed over.
+    """
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+        self._codes: dict[tuple[str, int], str] = {}
+        self._seen: set[tuple[str, int]] = set()
+        self._seconds: dict[str, float] = defaultdict(float)
+        self._place: dict[str, tuple[str, Split]] = {}
+
+    def add(self, evidence: Evidence) -> None:
+        key = (evidence.case_id, evidence.attempt)
+        if evidence.case_id not in self._manifest.cases or evidence.attempt >= self._manifest.k:
+            return
+        self._seen.add(key)
+        self._place[evidence.case_id] = (evidence.suite, evidence.split)
+        self._seconds[evidence.case_id] += sum(turn.duration_s for turn in evidence.all_turns())
+        code = did_not_run(evidence)
+        if code is not None:
+            self._codes[key] = code
+
+    def ledger(self) -> AttemptLedger:
+        """The ledger of the attempts added so far; a planned attempt not added was
+        interrupted."""
+        manifest = self._manifest
+        codes = dict(self._codes)
+        for case_id in manifest.cases:
+            for attempt in range(manifest.k):
+                if (case_id, attempt) not in self._seen:
+                    codes[(case_id, attempt)] = INTERRUPTED
+        planned = len(manifest.cases) * manifest.k
+        return AttemptLedger(planned, codes, dict(self._seconds), dict(self._place))
+
+
 def read_ledger(archive: RunArchive, manifest: Manifest) -> AttemptLedger:
     """Read the run's evidence once (streamed) into its ledger.
 
@@ -96,22 +136,7 @@ def read_ledger(archive: RunArchive, manifest: Manifest) -> AttemptLedger:
     Raises:
         ProjectError: a line other than the last is not valid evidence.
     """
-    codes: dict[tuple[str, int], str] = {}
-    seen: set[tuple[str, int]] = set()
-    seconds: dict[str, float] = defaultdict(float)
-    place: dict[str, tuple[str, Split]] = {}
+    fold = LedgerFold(manifest)
     for evidence in archive.iter_attempts(warn=False):  # grading warned already
-        key = (evidence.case_id, evidence.attempt)
-        if evidence.case_id not in manifest.cases or evidence.attempt >= manifest.k:
-            continue
-        seen.add(key)
-        place[evidence.case_id] = (evidence.suite, evidence.split)
-        seconds[evidence.case_id] += sum(turn.duration_s for turn in evidence.all_turns())
-        code = did_not_run(evidence)
-        if code is not None:
-            codes[key] = code
-    for case_id in manifest.cases:
-        for attempt in range(manifest.k):
-            if (case_id, attempt) not in seen:
-                codes[(case_id, attempt)] = INTERRUPTED
-    return AttemptLedger(len(manifest.cases) * manifest.k, codes, dict(seconds), place)
+        fold.add(evidence)
+    return fold.ledger()

@@ -19,6 +19,8 @@ from soev_pipeline.core.outputs import Owned, replace_file
 from soev_pipeline.corpus import CorpusUnit
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.run.archive import REPORT, VERDICTS, RunArchive, naming
+from soev_pipeline.run.results import Comparison
+from soev_pipeline.run.run_attempts import RunAttempts
 
 from .attempts import AttemptView
 from .case_pages import CasePage, ComparePage, case_page, compare_page
@@ -151,13 +153,15 @@ def write_html_report(
     *,
     owned: Iterable[Owned] = (),
     language: Language | None = None,
+    store: RunStore | None = None,
 ) -> Path:
     """Write the HTML report of `archive`'s run of `loaded` to `path`; return the path.
 
     This is what `soev-evals report RUN --html FILE` and the `report` asset call; the
     former passes the project's `owned` paths, which the file may not be nor lie in, and
     neither may write through a link at `path` (see `replace_file`). The file is in
-    `language`, else the project's `language`, else English.
+    `language`, else the project's `language`, else English. `store` is the runs of the
+    project as read so far, if the caller has them.
 
     Raises:
         ProjectError: the run does not exist, belongs to another project or has no scoring;
@@ -165,7 +169,7 @@ def write_html_report(
             folder cannot be made.
         OSError: the file cannot be written.
     """
-    store = RunStore(loaded, archive.runs_dir)
+    store = store or RunStore(loaded, archive.runs_dir)
     try:
         with speaking(language or loaded.project.language or DEFAULT_LANGUAGE):
             text = render_html_report(store, archive.run_id)
@@ -182,7 +186,12 @@ def write_html_report(
 
 
 def write_scoring_pages(
-    loaded: LoadedProject, archive: RunArchive, scoring: Path
+    loaded: LoadedProject,
+    archive: RunArchive,
+    scoring: Path,
+    *,
+    known: Iterable[RunAttempts] = (),
+    comparison: Comparison | None = None,
 ) -> tuple[str, ...]:
     """Write what a viewer reads of a new scoring besides its report: the saved index of
     its dev cases with the run page's plot (`saved_index.save_index`), and then its HTML
@@ -190,7 +199,9 @@ def write_scoring_pages(
 
     This is what the aggregate step of every run and rescore calls (`api.execute`), after
     `report.json`: so a viewer's first page of a large run reads neither its verdicts nor
-    its evidence, and the report and the viewer share one index.
+    its evidence, and the report and the viewer share one index. `known` and `comparison`
+    are what the aggregate step made (the attempts of the run and of its previous run, the
+    report's comparison): the HTML report takes them as read (`RunStore.remember`).
 
     Raises:
         ProjectError: the scoring's verdicts or report do not read.
@@ -202,5 +213,7 @@ def write_scoring_pages(
         index.forest = run_forest(report_of(scoring / REPORT))
     index.forest_language = language
     save_index(index, scoring)
-    write_html_report(loaded, archive, scoring / HTML_REPORT)
+    store = RunStore(loaded, archive.runs_dir)
+    store.remember(known, comparison)
+    write_html_report(loaded, archive, scoring / HTML_REPORT, store=store)
     return (INDEX, HTML_REPORT)

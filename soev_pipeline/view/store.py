@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -76,6 +76,13 @@ def _signature(*paths: Path) -> tuple[object, ...]:
 
 
 signature = _signature
+
+
+def _given(value: T) -> Callable[[], T]:
+    """A builder of a value already made."""
+    return lambda: value
+
+
 """The size and modification time of each of some files: a cache key that changes with them."""
 
 
@@ -141,6 +148,7 @@ class RunStore:
         self._indexes = _Cache(INDEXES_KEPT)
         self._comparisons = _Cache(32)
         self._memo = _Cache(32)
+        self._previous: dict[str, RunArchive] = {}
 
     @property
     def project(self) -> str:
@@ -240,7 +248,8 @@ class RunStore:
             NotFound: `wanted` names no run of this project.
         """
         if wanted == "previous":
-            return previous_run(self.runs_dir, manifest)
+            known = self._previous.get(manifest.run_id)
+            return known if known is not None else previous_run(self.runs_dir, manifest)
         archive, _manifest = self.archive(wanted)
         return archive
 
@@ -259,6 +268,33 @@ class RunStore:
             _signature(*(path.parent / VERDICTS for path in paths if path is not None)),
             lambda: compare_runs(run, baseline, attempts=self.attempts),
         )
+
+    def remember(self, attempts: Iterable[RunAttempts], comparison: Comparison | None) -> None:
+        """Take what the aggregate step of a new scoring made as read, for the pages written
+        after it: the attempts of runs' latest scorings (`attempts`), and the comparison of
+        the run with its previous run (`comparison`), which is then its `previous` baseline.
+        A comparison that `compare_runs` would refuse (no pair) is left for it to refuse."""
+        for known in attempts:
+            run = RunArchive(self.runs_dir, known.run_id)
+            path = run.latest_report_path()
+            if path is not None:
+                self._comparisons.get(
+                    ("attempts", run.path), _signature(path.parent / VERDICTS), _given(known)
+                )
+        if comparison is None or (comparison.overall.pairs == 0 and not comparison.inconclusive):
+            return
+        run, baseline = (
+            RunArchive(self.runs_dir, r) for r in (comparison.run_id, comparison.baseline_id)
+        )
+        paths = [run.latest_report_path(), baseline.latest_report_path()]
+        if paths[0] is None or paths[1] is None:
+            return
+        self._comparisons.get(
+            ("compare", run.path, baseline.path),
+            _signature(*(path.parent / VERDICTS for path in paths if path is not None)),
+            _given(comparison),
+        )
+        self._previous[run.run_id] = baseline
 
     def attempts(self, run: RunArchive) -> RunAttempts:
         """The attempts of the run's latest scoring as a comparison pairs them.

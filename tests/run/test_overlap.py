@@ -20,11 +20,16 @@ import pytest
 import yaml
 
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage
-from soev_pipeline.project import load
-from soev_pipeline.run import RunArchive, grading
+from soev_pipeline.project import load, load_for_sealing
+from soev_pipeline.project.sealing import write_seal
+from soev_pipeline.run import RunArchive, grading, service
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS
 from soev_pipeline.run.pool import GradingWorkerError
-from soev_pipeline.run.service import RunSelection, attempt_and_grade, grade
+from soev_pipeline.run.report import build_report, write_report
+from soev_pipeline.run.results import GradingSummary
+from soev_pipeline.run.run_attempts import previous_attempts
+from soev_pipeline.run.service import RunSelection, aggregate, attempt_and_grade, grade
+from soev_pipeline.run.unrun import read_ledger
 from soev_pipeline.runtime import RuntimeBindings
 from tests.support.moto import S3
 
@@ -63,7 +68,9 @@ GUARD_S = 60.0
 when grading does not overlap, never reached when it does."""
 
 
-def _project(directory: Path, cases: int, concurrency: int) -> Path:
+def _project(
+    directory: Path, cases: int, concurrency: int, *, test_cases: int = 0, max_tokens: int = 50
+) -> Path:
     directory.mkdir(parents=True)
     (directory / "overlap_hooks.py").write_text(HOOKS, encoding="utf-8")
     suite = {
@@ -71,9 +78,13 @@ def _project(directory: Path, cases: int, concurrency: int) -> Path:
         "criteria": [
             {"kind": "test.noted"},
             {"kind": "run.no_failure", "gate": True},
-            {"kind": "usage.max_tokens", "max": 50},
+            {"kind": "usage.max_tokens", "max": max_tokens},
         ],
-        "cases": [{"id": f"c{number:03d}", "input": f"vraag {number}"} for number in range(cases)],
+        "cases": [{"id": f"c{number:03d}", "input": f"vraag {number}"} for number in range(cases)]
+        + [
+            {"id": f"t{number:03d}", "input": f"toets {number}", "split": "test"}
+            for number in range(test_cases)
+        ],
     }
     (directory / "s.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
     project = {
@@ -93,17 +104,22 @@ def _hooks() -> ModuleType:
 
 class Assistant:
     """An arm that answers at once, except that attempt `n` of case `c<i>` first waits for
-    `wait_for(c<i>, n)` (a case id whose verdict must exist), and that the attempts in
-    `unrun` fail once with a 503."""
+    `wait_for(c<i>, n)` (a case id whose verdict must exist), that the attempts in `unrun`
+    fail once with a 503, and those in `broken` with a malformed stream (a quality
+    failure); a case in `wordy` uses many tokens."""
 
     def __init__(
         self,
         wait_for: Mapping[tuple[str, int], str] | None = None,
         unrun: set[tuple[str, int]] | None = None,
         hang: str | None = None,
+        broken: set[tuple[str, int]] | None = None,
+        wordy: set[str] | None = None,
     ) -> None:
         self.wait_for = dict(wait_for or {})
         self.unrun = set(unrun or ())
+        self.broken = set(broken or ())
+        self.wordy = set(wordy or ())
         self.hang = hang
         self.seen_graded: list[int] = []
 
@@ -122,8 +138,10 @@ class Assistant:
             self.unrun.discard((case.id, attempt))
             failure = Failure(code="http_error", detail="unavailable", http_status=503)
             turn = Turn(input=text, failure=failure)
+        elif (case.id, attempt) in self.broken:
+            turn = Turn(input=text, failure=Failure(code="malformed_stream", detail="no end"))
         else:
-            usage = Usage(prompt_tokens=5, completion_tokens=7)
+            usage = Usage(prompt_tokens=5, completion_tokens=700 if case.id in self.wordy else 7)
             turn = Turn(input=text, reply=f"antwoord op {text}", usage=usage)
         return Evidence(
             case_id=case.id,
@@ -141,17 +159,25 @@ class Assistant:
 
 
 def _run(
-    project: Path, runs: str | Path, arm: Assistant, *, k: int = 1, resume: bool = False
+    project: Path,
+    runs: str | Path,
+    arm: Assistant,
+    *,
+    k: int = 1,
+    resume: bool = False,
+    run_id: str = "r1",
+    retry_unrun: bool | None = None,
 ) -> Any:
     loaded = load(project)
     return asyncio.run(
         attempt_and_grade(
             loaded,
             runs,
-            "r1",
+            run_id,
             RunSelection(k=k),
             RuntimeBindings(arm=arm),  # type: ignore[arg-type]
             resume=resume,
+            retry_unrun=retry_unrun,
         )
     )
 
@@ -185,6 +211,54 @@ def test_streamed_verdicts_are_those_of_a_grading_after_the_run(
     _, scoring = _run(project, tmp_path / "runs", arm, k=2)
     assert scoring.summary.attempts == 120
     assert (scoring.path / VERDICTS).read_bytes() == _regraded(project, tmp_path / "runs")
+
+
+def test_the_report_folded_while_grading_is_the_one_read_back_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The aggregate step of a streamed run builds its report from what grading folded
+    (the verdicts and the ledger), reading neither back: report.json is byte for byte the
+    one built from the files afterwards, with several kinds, quality failures, attempts
+    that did not run, test cases, k = 2 and a previous run to compare with."""
+    project = _project(tmp_path / "p", cases=30, concurrency=3, test_cases=6)
+    cases = load_for_sealing(project, append=False).cases()
+    write_seal(project.parent, [case for case in cases if case.split == "test"], append=False)
+    runs = tmp_path / "runs"
+    _run(project, runs, Assistant(broken={("c004", 0)}), k=2, run_id="r0")
+    aggregate(RunArchive(runs, "r0"), RunArchive(runs, "r0").scorings()[-1])
+    arm = Assistant(
+        unrun={("c002", 1), ("t001", 0)}, broken={("c007", 0), ("t003", 1)}, wordy={"c009"}
+    )
+    attempted, scoring = _run(project, runs, arm, k=2, retry_unrun=False)
+    assert attempted.stats.retried == 0 and scoring.fold is not None
+    assert scoring.ledger is not None
+    archive = RunArchive(runs, "r1")
+
+    def unread(*_: object) -> None:
+        raise AssertionError("read back")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(service, "iter_graded", unread)
+        patched.setattr(service, "read_ledger", unread)
+        folded = aggregate(archive, scoring)
+    assert folded.unrun.attempts == 2 and folded.previous is not None
+    assert set(folded.criteria) == {"test.noted", "run.no_failure", "usage.max_tokens"}
+    assert folded.criteria["usage.max_tokens"].fail == 2
+    written = (scoring.path / REPORT).read_bytes()
+
+    manifest = archive.manifest()
+    after = build_report(
+        manifest,
+        grading.iter_graded(scoring.path),
+        scoring=GradingSummary.model_validate_json((scoring.path / SCORING).read_bytes()),
+        previous=previous_attempts(runs, manifest),
+        ledger=read_ledger(archive, manifest),
+    )
+    assert after == folded
+    again = tmp_path / "again"
+    again.mkdir()
+    write_report(again, after)
+    assert (again / REPORT).read_bytes() == written
 
 
 def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import RunArchive
-from soev_pipeline.view import write_html_report
+from soev_pipeline.run.service import aggregate_run
+from soev_pipeline.view import html_report, store, write_html_report, write_scoring_pages
 from soev_pipeline.view.plots import Point, forest, trend
 from soev_pipeline.view.render import anchor, csp_hash, stylesheet
 from tests.support.project import SECRET, TEST_IDS
@@ -120,3 +121,36 @@ def test_warm_compiles_the_report_templates_ahead() -> None:
     compiled = env.get_template("report.html")
     assert len(env.cache) >= 4
     assert env.get_template("report.html") is compiled  # from the cache, not compiled again
+
+
+def test_a_new_scorings_pages_reuse_what_its_aggregate_step_compared(
+    own_runs: TwoRuns, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the attempts and the comparison of the aggregate step, the pages of a new
+    scoring read neither run's attempts again nor look for the previous run, and the HTML
+    report is the same."""
+    monkeypatch.setattr(html_report, "when", lambda _: "then")
+    run, loaded = own_runs.b1, own_runs.loaded
+    scoring = run.latest_report_path()
+    assert scoring is not None
+    made = aggregate_run(run, scoring.parent)
+    assert made.previous is not None and made.report.previous is not None
+    assert made.report.previous.regressions  # their cases read both runs' attempts
+    write_scoring_pages(loaded, run, scoring.parent)
+    read_back = (scoring.parent / "report.html").read_bytes()
+    assert b"b0" in _unplotted(read_back)  # the comparison with the previous run
+
+    def unread(*_: object, **__: object) -> None:
+        raise AssertionError("read again")
+
+    for name in ("read_attempts", "compare_runs", "previous_run"):
+        monkeypatch.setattr(store, name, unread)
+    known = [made.attempts, made.previous]
+    write_scoring_pages(loaded, run, scoring.parent, known=known, comparison=made.report.previous)
+    again = (scoring.parent / "report.html").read_bytes()
+    assert _unplotted(again) == _unplotted(read_back)
+
+
+def _unplotted(html: bytes) -> bytes:
+    """The page without its plots, whose SVG differs from one drawing to the next."""
+    return re.sub(rb"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+", b"plot", html)
