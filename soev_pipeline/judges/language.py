@@ -289,7 +289,8 @@ class _Scorer:
         them, and how often it meets each (as float32, in fresh arrays as `rank` has them)."""
         np = self._np
         reset = bytes([_RESET])
-        # byte i of the joined texts ends the window joined[i : i + _DEPTH]
+        # window i, joined[i : i + _DEPTH], ends with byte i of the texts joined by resets:
+        # the walk is in the state after that byte that the window leads to from the start
         joined = np.frombuffer(reset * (_DEPTH - 1) + reset.join(datas), dtype=np.uint8)
         size = len(joined) - _DEPTH + 1
         pairs = (joined[:size].astype(np.intp) << 8) | joined[1 : size + 1]
