@@ -280,7 +280,10 @@ class ObjectStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{EVIDENCE}.{threading.get_ident()}.tmp")
             with naming(path), temporary.open("wb") as out:
-                out.write(self._body(run_id, latest))
+                if latest is not None:
+                    with (self.listings.kept(run_id) / latest).open("rb") as compacted:
+                        compacted.readline()
+                        shutil.copyfileobj(compacted, out)
                 out.writelines(first_copies(kept, read))
             os.replace(temporary, path)
             with self._guard:
