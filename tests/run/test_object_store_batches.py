@@ -4,6 +4,7 @@ of older runs still read. Against moto's S3 server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from datetime import UTC, datetime
@@ -11,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from soev_pipeline.core import Evidence
+from soev_pipeline.core import Case, Evidence
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import RunArchive, build_manifest
+from soev_pipeline.run.attempts import AttemptStats, plan_attempts, run_attempts
 from soev_pipeline.run.store import ObjectStore, RunLockedError, batches
 from soev_pipeline.run.store.batches import BatchWriter
 from soev_pipeline.run.store.layout import (
@@ -23,6 +25,7 @@ from soev_pipeline.run.store.layout import (
     first_copies,
     read_batch,
 )
+from tests.run.test_attempts import Arm, cases
 from tests.run.test_object_store import Clock, _lease
 from tests.support.moto import S3
 
@@ -267,3 +270,44 @@ def test_a_failed_upload_stops_the_attempts_with_its_error(
     with pytest.raises(ProjectError, match=r"AccessDenied"):
         writer.check()
     assert reported == []
+
+
+def test_the_attempt_loop_reports_an_attempt_only_once_its_batch_landed(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the streamed grading and the progress line see: an attempt whose batch is on its
+    way is not counted, graded or shown; when the loop returns, every one is."""
+    url = s3.url()
+    archive, store = _archive(url)
+    held = Held(store, monkeypatch)
+    reported: list[str] = []
+    seen_while_held: list[int] = []
+
+    def answer(case_id: str, attempt: int) -> Evidence:
+        return _evidence(case_id, attempt, "antwoord")
+
+    class Waiting(Arm):
+        async def attempt(self, case: Case, *, attempt: int, fields: Any) -> Evidence:
+            if case.id == "kern-002":  # the earlier two finished: their batch waits
+                assert await asyncio.to_thread(held.entered.wait, 30)
+                seen_while_held.append(len(reported))
+                held.gate.set()
+            return await super().attempt(case, attempt=attempt, fields=fields)
+
+    async def go() -> AttemptStats:
+        with archive.evidence_writer() as writer:
+            return await run_attempts(
+                plan_attempts(cases(3), 1),
+                Waiting(answer),
+                writer,
+                messages={},
+                concurrency=1,
+                archived=reported.append,
+            )
+
+    stats = asyncio.run(go())
+    assert seen_while_held == [0]
+    assert stats.finished == 3 and len(reported) == 3
+    assert [json.loads(line)["case_id"] for line in reported] == [
+        e.case_id for e in _fresh(url).iter_evidence()
+    ]

@@ -11,8 +11,8 @@ An attempt's name is (case id, attempt, n): n is 0 for its first run and 1, 2, â
 is run once more, so that the last of a (case, attempt) counts, as on disk. A name is kept
 once: the copy that comes first in reading order, which is the latest compaction, then
 the per-attempt objects it does not cover (by name), then the batches it does not cover
-(by key). So a copy that a paused command uploads after another archived the same name
-is never read.
+(by key). So when a paused command uploads late a batch of attempts that another command
+archived too, every reader and every compaction keeps the same one copy of each.
 """
 
 from __future__ import annotations

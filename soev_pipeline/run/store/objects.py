@@ -27,8 +27,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
@@ -51,6 +51,7 @@ from .layout import (
     reading_order,
 )
 from .lease import Lease, lease_seconds
+from .listing import Listings
 from .local import EVIDENCE, MANIFEST, SCORINGS
 
 LEASE = "lease.json"
@@ -60,9 +61,6 @@ SCORING = "scoring.json"
 REPORT = "report.json"
 HTML = "report.html"
 INDEX = "index.json"
-LISTING_TTL_S = 1.0
-"""How long one process reuses a run's listing before asking the store again (a viewer's
-page asks for several things of one run); its own writes renew it at once."""
 FETCHES = 16
 
 
@@ -74,17 +72,14 @@ class ObjectStore:
         self.bucket = Bucket(url)
         self.cache = Path(tempfile.mkdtemp(prefix="soev-runs-"))
         atexit.register(shutil.rmtree, self.cache, True)
+        self.listings = Listings(self.bucket, self.cache)
         self._guard = threading.RLock()
         self._leases: dict[str, tuple[Lease, list[int]]] = {}
-        self._listings: dict[str, tuple[float, list[str]]] = {}
         self._synced: dict[str, tuple[str | None, tuple[str, ...]]] = {}
         self._compactions: dict[tuple[str, str], Compaction] = {}
         self._seen: dict[str, frozenset[Name]] = {}
         self._next_batch: dict[str, int] = {}
         self._writers: dict[str, BatchWriter] = {}
-        self._coming: dict[str, Future[list[str]]] = {}
-        self._versions: dict[str, int] = {}
-        self._ahead = ThreadPoolExecutor(4, thread_name_prefix="soev-list")
 
     # Names and places
 
@@ -93,66 +88,6 @@ class ObjectStore:
 
     def run_dir(self, run_id: str) -> Path:
         return self.cache / run_id
-
-    def _objects(self, run_id: str) -> Path:
-        """Where this process keeps the objects it downloaded whole (compactions)."""
-        return self.cache / ".objects" / run_id
-
-    def _listing(self, run_id: str, *, fresh: bool = False) -> list[str]:
-        """The names of the run's objects, below `<run_id>/`; one already on its way
-        (`_list_ahead`) is waited for rather than asked again."""
-        with self._guard:
-            found = self._listings.get(run_id)
-            if found is not None and not fresh and time.monotonic() - found[0] < LISTING_TTL_S:
-                return found[1]
-            coming = None if fresh else self._coming.get(run_id)
-        if coming is not None:
-            with suppress(ProjectError):
-                return coming.result()
-        return self._list(run_id, self._version(run_id))
-
-    def _version(self, run_id: str) -> int:
-        with self._guard:
-            return self._versions.get(run_id, 0)
-
-    def _list(self, run_id: str, version: int) -> list[str]:
-        started = time.monotonic()
-        names = [name.split("/", 1)[1] for name in self.bucket.list(f"{run_id}/")]
-        with self._guard:
-            if self._versions.get(run_id, 0) == version:  # no write of ours since it began
-                self._listings[run_id] = (started, names)
-        return names
-
-    def _list_ahead(self, run_id: str) -> None:
-        """Start listing the run in the background, unless a listing is at hand: a reader
-        that opens a run lists it next, so its first page waits for one request less."""
-        with self._guard:
-            found = self._listings.get(run_id)
-            if found is not None and time.monotonic() - found[0] < LISTING_TTL_S:
-                return
-            coming = self._coming.get(run_id)
-            if coming is not None and not coming.done():
-                return
-            version = self._versions.get(run_id, 0)
-            self._coming[run_id] = self._ahead.submit(self._list, run_id, version)
-
-    def _changed(self, run_id: str) -> None:
-        with self._guard:
-            self._listings.pop(run_id, None)
-            self._coming.pop(run_id, None)
-            self._versions[run_id] = self._versions.get(run_id, 0) + 1
-
-    def _download(self, run_id: str, name: str, path: Path) -> bool:
-        """Write the object to `path` (through a rename); False when it is gone."""
-        found = self.bucket.get(f"{run_id}/{name}")
-        if found is None:
-            return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
-        with naming(path):
-            temporary.write_bytes(found[0])
-            os.replace(temporary, path)
-        return True
 
     # The run
 
@@ -189,15 +124,15 @@ class ObjectStore:
         path = self.run_dir(run_id) / MANIFEST
         if path.exists():
             return True
-        self._list_ahead(run_id)
-        return self._download(run_id, MANIFEST, path)
+        self.listings.ahead(run_id)
+        return self.listings.download(run_id, MANIFEST, path)
 
     def create_run(self, run_id: str, manifest: str) -> bool:
         self.bucket.probe()
         if self.bucket.create(f"{run_id}/{MANIFEST}", manifest.encode("utf-8")) is None:
             return False
-        self._changed(run_id)
-        self._changed("")  # the list of runs
+        self.listings.changed(run_id)
+        self.listings.changed("")  # the list of runs
         folder = self.run_dir(run_id)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MANIFEST).write_text(manifest, encoding="utf-8")
@@ -205,17 +140,12 @@ class ObjectStore:
         return True
 
     def run_ids(self) -> list[str]:
-        """The runs' folders under the prefix that hold a manifest (listed at most once a
-        `LISTING_TTL_S`, as a run's objects are)."""
-        with self._guard:
-            found = self._listings.get("")
-        if found is None or time.monotonic() - found[0] >= LISTING_TTL_S:
-            started = time.monotonic()
-            names = [name.rstrip("/") for name in self.bucket.list("", delimiter=True)]
-            found = (started, names)
-            with self._guard:
-                self._listings[""] = found
-        return [name for name in found[1] if not name.startswith(".") and self.has_manifest(name)]
+        """The runs' folders under the prefix that hold a manifest."""
+        return [
+            name
+            for name in self.listings.runs()
+            if not name.startswith(".") and self.has_manifest(name)
+        ]
 
     # Evidence
 
@@ -239,19 +169,19 @@ class ObjectStore:
         return writer
 
     def landed(self, run_id: str, key: str, names: list[Name], data: bytes) -> None:
-        self._keep(run_id, key, data)
+        self.listings.keep(run_id, key, data)
         with self._guard:
             self._seen[run_id] = self._seen.get(run_id, frozenset()) | frozenset(names)
             self._next_batch[run_id] = max(
                 self._next_batch.get(run_id, 1), (batch_number(key) or 0) + 1
             )
-        self._changed(run_id)
+        self.listings.changed(run_id)
 
     def closed(self, run_id: str, writer: BatchWriter) -> None:
         with self._guard:
             if self._writers.get(run_id) is writer:
                 del self._writers[run_id]
-        self._changed(run_id)
+        self.listings.changed(run_id)
 
     def _compaction(self, run_id: str, key: str | None) -> Compaction:
         """The header of compaction `key` (downloaded once)."""
@@ -261,8 +191,8 @@ class ObjectStore:
             known = self._compactions.get((run_id, key))
         if known is not None:
             return known
-        path = self._objects(run_id) / key
-        if not path.exists() and not self._download(run_id, key, path):
+        path = self.listings.kept(run_id) / key
+        if not path.exists() and not self.listings.download(run_id, key, path):
             raise ProjectError(f"{self.where(run_id, key)}: the compaction was deleted")
         with path.open("rb") as file:
             header = file.readline()
@@ -276,7 +206,7 @@ class ObjectStore:
     ) -> tuple[str | None, Compaction, list[str]]:
         """The run's latest compaction, its header, and the objects of attempts it does not
         cover, in reading order (`layout`)."""
-        names = self._listing(run_id, fresh=fresh)
+        names = self.listings.run(run_id, fresh=fresh)
         compactions = sorted(name for name in names if name.startswith(COMPACTED))
         latest = compactions[-1] if compactions else None
         compaction = self._compaction(run_id, latest)
@@ -299,7 +229,7 @@ class ObjectStore:
         or read before is not downloaded again."""
 
         def one(key: str) -> tuple[str, list[tuple[Name, bytes]]] | None:
-            path = self._objects(run_id) / key
+            path = self.listings.kept(run_id) / key
             if path.exists():
                 data = path.read_bytes()
             else:
@@ -311,7 +241,7 @@ class ObjectStore:
             if named is not None:
                 return key, [(named, data)]
             if not path.exists():
-                self._keep(run_id, key, data)
+                self.listings.keep(run_id, key, data)
             return key, read_batch(self.where(run_id, key), data)
 
         if not keys:
@@ -325,7 +255,7 @@ class ObjectStore:
     def _body(self, run_id: str, latest: str | None) -> bytes:
         if latest is None:
             return b""
-        with (self._objects(run_id) / latest).open("rb") as compacted:
+        with (self.listings.kept(run_id) / latest).open("rb") as compacted:
             compacted.readline()
             return compacted.read()
 
@@ -350,7 +280,10 @@ class ObjectStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{EVIDENCE}.{threading.get_ident()}.tmp")
             with naming(path), temporary.open("wb") as out:
-                out.write(self._body(run_id, latest))
+                if latest is not None:
+                    with (self.listings.kept(run_id) / latest).open("rb") as compacted:
+                        compacted.readline()
+                        shutil.copyfileobj(compacted, out)
                 out.writelines(first_copies(kept, read))
             os.replace(temporary, path)
             with self._guard:
@@ -378,24 +311,14 @@ class ObjectStore:
             key = compaction_key(number)
             data = compaction_bytes(compaction.covers | set(loose), kept, body)
             if self.bucket.create(f"{run_id}/{key}", data) is not None:
-                self._keep(run_id, key, data)
+                self.listings.keep(run_id, key, data)
                 break
-        self._changed(run_id)
+        self.listings.changed(run_id)
         _, compaction, _ = self.evidence_state(run_id, fresh=True)
-        covered = [name for name in self._listing(run_id) if name in compaction.covers]
+        covered = [name for name in self.listings.run(run_id) if name in compaction.covers]
         if covered:
             self.bucket.delete([f"{run_id}/{name}" for name in covered])
-            self._changed(run_id)
-
-    def _keep(self, run_id: str, key: str, data: bytes) -> None:
-        """Keep an object this process sent or read (a batch, a compaction), as if it had
-        downloaded it: the readers after it (grading) need not download it again."""
-        path = self._objects(run_id) / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
-        with naming(path):
-            temporary.write_bytes(data)
-            os.replace(temporary, path)
+            self.listings.changed(run_id)
 
     # Scorings
 
@@ -405,7 +328,7 @@ class ObjectStore:
         latest reported scoring. Never the HTML report: no reader opens it from here (it is
         written, then published, by the command that makes it)."""
         files: dict[str, set[str]] = {}
-        for name in self._listing(run_id):
+        for name in self.listings.run(run_id):
             parts = name.split("/")
             if len(parts) == 3 and parts[0] == SCORINGS and parts[1].isdigit():
                 files.setdefault(parts[1], set()).add(parts[2])
@@ -425,17 +348,17 @@ class ObjectStore:
                     wanted.append((f"{SCORINGS}/{number}/{name}", folder / name))
         if len(wanted) > 1:
             with ThreadPoolExecutor(min(FETCHES, len(wanted))) as pool:
-                list(pool.map(lambda item: self._download(run_id, *item), wanted))
+                list(pool.map(lambda item: self.listings.download(run_id, *item), wanted))
         elif wanted:
-            self._download(run_id, *wanted[0])
+            self.listings.download(run_id, *wanted[0])
 
     def fetch(self, run_id: str, name: str) -> None:
         path = self.run_dir(run_id) / name
         if not path.exists():
-            self._download(run_id, name, path)
+            self.listings.download(run_id, name, path)
 
     def new_scoring(self, run_id: str) -> Path:
-        names = self._listing(run_id, fresh=True)
+        names = self.listings.run(run_id, fresh=True)
         numbers = [
             int(parts[1])
             for parts in (name.split("/") for name in names)
@@ -445,7 +368,7 @@ class ObjectStore:
         claim = json.dumps({"pid": os.getpid(), "claimed": time.time()}).encode()
         while self.bucket.create(f"{run_id}/{SCORINGS}/{number:04d}/{CLAIM}", claim) is None:
             number += 1
-        self._changed(run_id)
+        self.listings.changed(run_id)
         folder = self.run_dir(run_id) / SCORINGS / f"{number:04d}"
         folder.mkdir(parents=True, exist_ok=False)
         return folder
@@ -466,4 +389,4 @@ class ObjectStore:
                 raise ProjectError(
                     f"{self.bucket.where(key)}: exists already; a scoring is never overwritten"
                 )
-        self._changed(run_id)
+        self.listings.changed(run_id)
