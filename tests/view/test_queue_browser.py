@@ -137,9 +137,13 @@ def test_the_saved_labels_confirmation_is_where_the_eye_is(
         form.get_by_role("button", name="Save label").click()
         notice = page.get_by_text("Saved: your label of this verdict is in labels/labels.jsonl.")
         notice.wait_for()
-        assert notice.evaluate(
+        # the browser scrolls to the saved verdict's anchor as the page lays out: wait for
+        # the notice to be inside the viewport (it fails after the default wait if never)
+        notice.element_handle().wait_for_element_state("stable")
+        page.wait_for_function(
             "e => { const r = e.getBoundingClientRect();"
-            " return r.top >= 0 && r.bottom <= window.innerHeight }"
+            " return r.top >= 0 && r.bottom <= window.innerHeight }",
+            arg=notice.element_handle(),
         )
         cell = page.locator(".label-cell", has=notice)
         assert "mr. A. de Jong" in cell.inner_text()  # among the labels so far
