@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,21 +25,8 @@ from soev_pipeline.run.store.layout import (
     read_batch,
 )
 from tests.run.test_attempts import Arm, cases
-from tests.run.test_object_store import Clock, _lease
+from tests.run.test_object_store import Clock, _evidence, _lease
 from tests.support.moto import S3
-
-
-def _evidence(case_id: str, attempt: int, reply: str | None = None) -> Evidence:
-    now = datetime(2026, 1, 1, tzinfo=UTC)
-    return Evidence(
-        case_id=case_id,
-        suite="s",
-        split="dev",
-        attempt=attempt,
-        reply=reply,
-        started_at=now,
-        finished_at=now,
-    )
 
 
 def _line(case_id: str, attempt: int, reply: str | None = None) -> bytes:
