@@ -317,6 +317,11 @@ def scenario(
         if ideal > 0:
             line("  its ratio to the limit", f"{old.wall_s / ideal:.2f}")
         line("  its start-up, tail", f"{old.startup_s:.2f} s", f"{old.tail_s:.2f} s")
+        line(
+            "  its CPU per attempt",
+            f"{1000 * old.cpu_s / attempts:.2f} ms",
+            f"(this code: {harness.cpu_s / old.cpu_s:.2f}×)",
+        )
         line("  its peak memory", f"{old.max_rss_mb:.1f} MB")
 
 

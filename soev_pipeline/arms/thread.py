@@ -26,15 +26,18 @@ _STREAM = {"Accept": "text/event-stream"}
 
 
 class _Thread:
-    """One conversation's thread: its id once the system gave it, and its elements."""
+    """One conversation's thread: its id once the system gave it, its URL, its elements."""
 
     def __init__(self, source_field: str) -> None:
         self.id: str | None = None
         self.elements = ThreadElements(source_field)
+        self._url: httpx.URL | None = None
 
-    @property
-    def path(self) -> str:
-        return f"{THREADS}/{quote(self.id or '', safe='')}"
+    def url(self, threads: httpx.URL) -> httpx.URL:
+        """`threads`/{id}, made the first time it is asked for (it parses the id)."""
+        if self._url is None:
+            self._url = httpx.URL(f"{threads}/{quote(self.id or '', safe='')}")
+        return self._url
 
 
 class SoevThreadArm(ConversationArm):
@@ -73,6 +76,10 @@ class SoevThreadArm(ConversationArm):
         super().__init__(http, system, retry=retry or RetryPolicy())
         self.agent = chosen
         self.source_field = (citations or CitationsConfig()).source_field
+        # Requests go to URLs made once (per arm, per thread): the client merges a string
+        # with its base URL by parsing both again, for every request (httpx.URL objects pass
+        # through as they are).
+        self._threads = http.build_request("POST", THREADS).url
         self._deletes: set[asyncio.Task[None]] = set()
 
     def check_fields(self, fields: Mapping[str, JsonValue]) -> None:
@@ -94,7 +101,7 @@ class SoevThreadArm(ConversationArm):
                     break
         finally:
             if thread.id is not None:
-                await self._delete(thread.path)
+                await self._delete(thread)
         return tuple(played)
 
     async def _exchange(
@@ -112,11 +119,12 @@ class SoevThreadArm(ConversationArm):
             }
             if self._system.model is not None:
                 body["model"] = self._system.model
-            request = self._http.build_request("POST", THREADS, json=body, headers=_STREAM)
+            url = self._threads
         else:
             body = {"input": {"text": text}}
-            url = f"{thread.path}/inputs"
-            request = self._http.build_request("POST", url, json=body, headers=_STREAM)
+            opened = thread.url(self._threads)
+            url = opened.copy_with(raw_path=opened.raw_path + b"/inputs")
+        request = self._http.build_request("POST", url, json=body, headers=_STREAM)
         response = await self.send_turn(request, deadline)
         try:
             if thread.id is None:
@@ -130,14 +138,14 @@ class SoevThreadArm(ConversationArm):
         finally:
             await response.aclose()
 
-    async def _delete(self, path: str) -> None:
+    async def _delete(self, thread: _Thread) -> None:
         """Delete a thread, best effort: shielded from cancellation, bounded, never failing.
 
         When the attempt is cancelled (Ctrl-C), the delete is still awaited, within its own
         short timeout, before the cancellation goes on: the client closes right after, and
         would cut a delete left running in the background.
         """
-        task = asyncio.create_task(self._send_delete(path))
+        task = asyncio.create_task(self._send_delete(thread))
         self._deletes.add(task)
         task.add_done_callback(self._deletes.discard)
         try:
@@ -146,9 +154,9 @@ class SoevThreadArm(ConversationArm):
             await asyncio.wait({task}, timeout=DELETE_TIMEOUT_S)
             raise
 
-    async def _send_delete(self, path: str) -> None:
+    async def _send_delete(self, thread: _Thread) -> None:
         timeout_s = min(DELETE_TIMEOUT_S, self._system.timeout_s)
         with contextlib.suppress(Exception):  # a thread left behind never fails the attempt
             async with asyncio.timeout(timeout_s):
-                response = await self._http.delete(path)
+                response = await self._http.delete(thread.url(self._threads))
                 await response.aclose()

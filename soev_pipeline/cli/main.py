@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -23,6 +24,10 @@ from .exporting import add_export_parser
 from .probing import add_probe_parser
 from .signals import forward_to_interrupt, interruption_name, interruption_status
 from .viewing import add_lang, add_view_parser, port
+
+COLLECTOR_THRESHOLDS = (10_000, 20, 20)
+"""The cyclic garbage collector's thresholds for the command's process (Python's: 700, 10,
+10). See `run`."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -295,7 +300,14 @@ def run(*, restore_sigint: bool = True) -> NoReturn:
     Once the command's output is flushed and its files are closed, tearing down the
     interpreter's modules and objects only costs time (most of a second after a large
     run), so the process ends without it.
+
+    The command owns its process, so it also makes the cyclic garbage collector run less
+    often (`COLLECTOR_THRESHOLDS`): nearly everything a run allocates is freed by reference
+    counting, yet with Python's thresholds a 2,000-attempt run made some 1,100 young and 8
+    full collections, each full one walking the hundreds of thousands of objects of the
+    imported libraries: about 1 s of the run's 6 s of CPU, against 0.3 s with these.
     """
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     status = main(restore_sigint=restore_sigint)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -285,3 +285,31 @@ async def test_the_arm_refuses_a_chat_completions_system() -> None:
     async with httpx.AsyncClient() as http:
         with pytest.raises(ArmError, match="chat-completions"):
             SoevThreadArm(http, config)
+
+
+async def test_the_urls_made_once_are_those_the_client_merges_from_paths() -> None:
+    """Open, the next input and the delete go where the client would send the paths of the
+    thread API under a base URL with a path, the thread's id quoted whole."""
+    sent: list[tuple[str, str]] = []
+    thread_id = "a/b c?d"
+
+    def answer_(request: httpx.Request) -> httpx.Response:
+        sent.append((request.method, str(request.url)))
+        if request.method == "DELETE":
+            return httpx.Response(204)
+        headers = {"X-Soev-Thread-Id": thread_id, "Content-Type": "text/event-stream"}
+        return httpx.Response(200, headers=headers, content=b"".join(answer("ja")))
+
+    config = system_config("http://sys.test/api")
+    async with create_http_client(config, transport=httpx.MockTransport(answer_)) as http:
+        evidence = await SoevThreadArm(http, config, retry=FAST_RETRY).attempt(
+            conversation("Een", "Twee"), attempt=0, fields={}
+        )
+        thread = http.build_request("GET", "v1/chat/threads/a%2Fb%20c%3Fd").url
+    assert [turn.failure for turn in evidence.turns] == [None, None]
+    assert sent == [
+        ("POST", "http://sys.test/api/v1/chat/threads"),
+        ("POST", f"{thread}/inputs"),
+        ("DELETE", str(thread)),
+    ]
+    assert str(thread) == "http://sys.test/api/v1/chat/threads/a%2Fb%20c%3Fd"

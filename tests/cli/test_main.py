@@ -76,3 +76,31 @@ def test_a_bad_run_id_says_why(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--run-id", "Bad,Id"])
     assert "run id 'Bad,Id' is not valid" in capsys.readouterr().err
+
+
+def test_the_console_script_makes_the_collector_run_less_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+    import importlib
+
+    cli_main = importlib.import_module(
+        "soev_pipeline.cli.main"
+    )  # the package's `main` is the function
+
+    class Exited(Exception):
+        pass
+
+    def exit_(status: int) -> None:
+        raise Exited(status)
+
+    monkeypatch.setattr(cli_main, "main", lambda **_: 0)
+    monkeypatch.setattr(cli_main.os, "_exit", exit_)
+    before = gc.get_threshold()
+    try:
+        with pytest.raises(Exited):
+            cli_main.run()
+        assert gc.get_threshold() == cli_main.COLLECTOR_THRESHOLDS
+        assert cli_main.COLLECTOR_THRESHOLDS[0] > before[0]
+    finally:
+        gc.set_threshold(*before)
