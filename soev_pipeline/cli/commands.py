@@ -7,6 +7,7 @@ import errno
 import functools
 import importlib
 import json
+import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -53,6 +54,8 @@ from .signals import interruption_name, interruption_status
 from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
+logger = logging.getLogger(__name__)
+
 
 def _after_the_run(paths: ProjectPaths) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
@@ -60,6 +63,23 @@ def _after_the_run(paths: ProjectPaths) -> None:
     and the project's instance opened with its storage connected: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
     importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths)
+
+
+def _close_ahead() -> None:
+    """Close what the start-up thread opened for the record, if it got that far.
+
+    The thread may still be importing the record's module (a run that fails at once): then
+    the module is in `sys.modules` but not yet whole, and there is nothing of it to close. A
+    failure to close never hides the error that stopped the run.
+    """
+    recording = sys.modules.get("soev_pipeline.orchestration.record")
+    close = getattr(recording, "close_ahead", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:  # the run's own error is the one to report
+        logger.debug("closing the instance opened ahead failed", exc_info=True)
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -98,9 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except BaseException as exc:
         progress.close()
-        recording = sys.modules.get("soev_pipeline.orchestration.record")
-        if recording is not None:  # what the start-up thread opened, if it got that far
-            recording.close_ahead()
+        _close_ahead()
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
             return interruption_status()

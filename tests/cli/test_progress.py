@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import sys
+
+import pytest
 
 from soev_pipeline.cli.progress import TerminalProgress
 
@@ -33,3 +36,26 @@ def test_silent_when_not_a_terminal() -> None:
     progress.attempts(1, 2, 0)
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_a_run_that_fails_while_the_record_is_still_imported_reports_its_own_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The start-up thread may be inside the record's import when the run fails: the module
+    is in sys.modules but has no `close_ahead` yet, and closing must not raise then, nor
+    when closing itself fails (the run's error is the one to report)."""
+    import types
+
+    from soev_pipeline.cli import commands
+
+    name = "soev_pipeline.orchestration.record"
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    commands._close_ahead()  # partially imported: nothing to close
+
+    def broken() -> None:
+        raise RuntimeError("the instance is gone")
+
+    closing = types.ModuleType(name)
+    closing.close_ahead = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, closing)
+    commands._close_ahead()
