@@ -33,7 +33,7 @@ def _shown(path: Path) -> str:
 
 def _latest_run() -> str | None:
     from soev_pipeline.project import ProjectPaths, read_project
-    from soev_pipeline.run.compare import latest_run
+    from soev_pipeline.run.run_attempts import latest_run
 
     paths = ProjectPaths.of(PROJECT)
     run = latest_run(paths.runs, read_project(PROJECT).name)
