@@ -36,6 +36,7 @@ from soev_pipeline.calibration import (
 from soev_pipeline.calibration.items import ItemKey
 from soev_pipeline.core.canonical import sha256_text
 from soev_pipeline.criteria.rubric import RubricParams
+from soev_pipeline.criteria.watsonx import Criteria
 
 from .attempts import AttemptView, LabelSeen, Text, attempt_view, labels_seen
 from .index import RunIndex
@@ -196,8 +197,19 @@ def _rubric(store: RunStore, kind: str, params: Mapping[str, object]) -> Text | 
     if rubric.rubric is not None:
         return Text.of(store.loaded.context.rubrics.get(rubric.rubric))
     if rubric.criterion is not None:
-        return Text.of(str(rubric.criterion))
+        return Text.of(described(rubric.criterion))
     return None
+
+
+def described(criteria: Criteria) -> str:
+    """A watsonx.gov-style criterion as a reviewer reads it: its question, then each option
+    with its value and what it means, one a line (placeholders left as the judge sees them)."""
+    lines = [f"{criteria.name}: {criteria.description}" if criteria.name else criteria.description]
+    for option in criteria.options:
+        value = "" if option.value is None else f" ({option.value:g})"
+        meaning = f": {option.description}" if option.description else ""
+        lines.append(f"- {option.name}{value}{meaning}")
+    return "\n".join(lines)
 
 
 def _item(store: RunStore, index: RunIndex, chosen: Candidate, plan: Plan) -> QueueItem:

@@ -9,7 +9,9 @@ import re
 from starlette.applications import Starlette
 
 from soev_pipeline.calibration import read_project_labels
+from soev_pipeline.criteria.watsonx import Criteria, Option
 from soev_pipeline.view import create_app
+from soev_pipeline.view.queue import described
 from soev_pipeline.view.render import SERVER_CSP
 from tests.support.project import SECRET, TEST_IDS
 from tests.view.conftest import TwoRuns
@@ -51,6 +53,7 @@ def test_the_queue_offers_each_judged_item_once_the_judges_fails_first(
     page = _save(app, page, "false")
     assert "Saved: your label of priv-001 · behaviour.expected is in labels/labels.jsonl." in page
     assert _offered(page) == ("kern-001", "rubric.judge")
+    assert "Option(" not in page and "options=[" not in page  # the rubric read as text
     page = _save(app, page, "false")
     assert _offered(page) == ("kern-001", "nuggets.coverage")
     page = _save(app, page, "true")
@@ -106,3 +109,20 @@ def test_the_queue_of_an_unknown_run_is_a_404_and_an_address_puts_no_words_on_it
     assert call(app, "GET", "/label?run=nope").status_code == 404
     forged = call(app, "GET", "/label?saved=Uw+account+is+verlopen&criterion=x").text
     assert "Saved:" not in forged and "verlopen" not in forged
+
+
+def test_a_criterion_rubric_reads_as_its_question_and_options() -> None:
+    criteria = Criteria(
+        name="Grounded",
+        description="Does the {generated_text} name the article it rests on?",
+        options=[
+            Option(name="Yes", description="it names the article", value=1.0),
+            Option(name="No", value=0.0),
+        ],
+    )
+    assert described(criteria) == (
+        "Grounded: Does the {generated_text} name the article it rests on?\n"
+        "- Yes (1): it names the article\n"
+        "- No (0)"
+    )
+    assert described(Criteria(description="Kort?")) == "Kort?\n- Yes (1)\n- No (0)"
