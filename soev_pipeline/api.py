@@ -34,6 +34,7 @@ from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
 from soev_pipeline.run.heap import frozen_heap
+from soev_pipeline.run.overlap import attempt_and_grade
 from soev_pipeline.run.pool import workers_setting
 from soev_pipeline.run.progress import Progress, Step
 from soev_pipeline.run.results import Report
@@ -43,7 +44,6 @@ from soev_pipeline.run.service import (
     Scoring,
     aggregate_run,
     attempt,
-    attempt_and_grade,
     grade,
     latest_scoring,
     publish,

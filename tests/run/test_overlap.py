@@ -1,4 +1,4 @@
-"""A new run's attempts are graded as they are archived (`service.attempt_and_grade`): the
+"""A new run's attempts are graded as they are archived (`overlap.attempt_and_grade`): the
 overlap itself, shown by an assistant that waits for a verdict of an earlier attempt; the
 verdicts byte for byte those of a grading after the run, on disk and in object storage;
 and the runs that fall back to grading after their attempts, or leave no scoring."""
@@ -24,11 +24,12 @@ from soev_pipeline.project import load, load_for_sealing
 from soev_pipeline.project.sealing import write_seal
 from soev_pipeline.run import RunArchive, grading, service
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS
+from soev_pipeline.run.overlap import attempt_and_grade
 from soev_pipeline.run.pool import GradingWorkerError
 from soev_pipeline.run.report import build_report, write_report
 from soev_pipeline.run.results import GradingSummary
 from soev_pipeline.run.run_attempts import previous_attempts
-from soev_pipeline.run.service import RunSelection, aggregate, attempt_and_grade, grade
+from soev_pipeline.run.service import RunSelection, aggregate, grade
 from soev_pipeline.run.unrun import read_ledger
 from soev_pipeline.runtime import RuntimeBindings
 from tests.support.moto import S3
