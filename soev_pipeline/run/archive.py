@@ -130,6 +130,11 @@ class RunArchive:
     def exists(self) -> bool:
         return self.store.has_manifest(self.run_id)
 
+    def read_ahead(self) -> None:
+        """Start bringing the manifest's and the latest report's objects from an object
+        store at once (`ArchiveStore.read_ahead`): a viewer opens the run next."""
+        self.store.read_ahead(self.run_id)
+
     def locked(self, purpose: str) -> AbstractContextManager[None]:
         """Hold the run for `purpose` (run, resume or rescore): `flock` on disk, a lease in
         object storage (`ArchiveStore.locked`); re-entrant within a process.

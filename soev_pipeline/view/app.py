@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -147,9 +148,10 @@ def run(request: Request) -> Response:
         query=params.get("q", ""),
         page=_int(request, "page"),
     )
-    return viewer.page(
-        "run.html", page=run_page(viewer.store, request.path_params["run_id"], filters)
-    )
+    run_id = request.path_params["run_id"]
+    response = viewer.page("run.html", page=run_page(viewer.store, run_id, filters))
+    response.background = BackgroundTask(viewer.store.prefetch, run_id)
+    return response
 
 
 def _reviewer(request: Request) -> str:

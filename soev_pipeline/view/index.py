@@ -200,6 +200,7 @@ class RunIndex:
     searchable: bool = False
     """Whether the text to search has been read (`make_searchable`)."""
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _prefetched: bool = field(default=False, repr=False)
 
     @classmethod
     def build(
@@ -220,9 +221,14 @@ class RunIndex:
         return index
 
     def prefetch(self) -> None:
-        """Bring the verdicts (`fetch`) and the evidence (`refresh`) from the archive in two
-        threads, while the first page is read: a case page after it then finds them here.
-        Each is fetched again, at no cost, when it is first read."""
+        """Bring the verdicts (`fetch`) and the evidence (`refresh`) of a saved index not
+        checked yet from the archive in two threads, once: a case page after it then finds
+        them here. Each is fetched again, at no cost, when it is first read. Called once the
+        first page is sent (`RunStore.prefetch`), so that it does not slow that page."""
+        with self._lock:
+            if self._prefetched or self.verdicts_bytes is None:
+                return
+            self._prefetched = True
         for bring in (self.fetch, self.refresh):
             if bring is not None:
                 threading.Thread(

@@ -41,7 +41,8 @@ def open_index(
 ) -> RunIndex:
     """The index of a scoring folder: its saved `index.json` when that still fits the
     scoring (`load_index`), else built from its verdicts and the evidence. `refresh` brings
-    the evidence up to date and `fetch` the verdicts, when they are first needed.
+    the evidence up to date and `fetch` the verdicts, when they are first needed (or when
+    `RunIndex.prefetch` is called, once the page that opened the index is sent).
 
     Raises:
         ProjectError: a line of the verdicts is not a graded attempt.
@@ -49,8 +50,6 @@ def open_index(
     saved = load_index(scoring, evidence_path, hidden)
     if saved is not None:
         saved.refresh, saved.fetch = refresh, fetch
-        if fetch is not None and saved.verdicts_bytes is not None:
-            saved.prefetch()
         return saved
     for bring in (fetch, refresh):
         if bring is not None:

@@ -132,6 +132,12 @@ class _Cache:
                     self._values.popitem(last=False)
             return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The value last built for `key`, whatever its signature; None without one."""
+        with self._guard:
+            found = self._values.get(key)
+        return None if found is None else found[1]
+
 
 class RunStore:
     """The runs of a loaded project in `runs_dir`, read on demand and cached."""
@@ -192,6 +198,7 @@ class RunStore:
             archive = RunArchive(self.runs_dir, check_run_id(run_id))
         except ProjectError:
             raise NotFound(_("no such run")) from None
+        archive.read_ahead()
         if not archive.exists():
             raise NotFound(_("no run {run!r}").format(run=run_id))
         manifest = archive.manifest()
@@ -231,6 +238,17 @@ class RunStore:
                 fetch=lambda: archive.fetch(f"{SCORINGS}/{scoring.name}/{VERDICTS}"),
             ),
         )
+
+    def prefetch(self, run_id: str) -> None:
+        """Start bringing the verdicts and the evidence of the run's index that a page just
+        sent was made from (`RunIndex.prefetch`), for the case pages after it."""
+        try:
+            path = RunArchive(self.runs_dir, run_id).path
+        except ProjectError:
+            return
+        index = self._indexes.peek(("index", path))
+        if isinstance(index, RunIndex):
+            index.prefetch()
 
     def index_of(self, run_id: str) -> RunIndex | None:
         """The index of run `run_id` as `index` gives it; None when there is no such run

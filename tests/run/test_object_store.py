@@ -185,7 +185,7 @@ def test_the_lease_object_names_its_holder(s3: S3) -> None:
 
 def test_a_reader_takes_the_verdicts_when_it_asks_and_never_the_html(s3: S3) -> None:
     """A viewer's run page needs the report and the saved index of the latest scoring, not
-    its verdicts (`fetch` brings them for a case page) nor its HTML report."""
+    its verdicts (`fetch` brings them for a case page), its summary nor its HTML report."""
     url = s3.url()
     archive = _archive(url)
     scoring = archive.new_scoring()
@@ -196,14 +196,11 @@ def test_a_reader_takes_the_verdicts_when_it_asks_and_never_the_html(s3: S3) -> 
     fresh = ObjectStore(url)  # another process
     fresh.refresh_scorings("r1", verdicts=False)
     folder = fresh.run_dir("r1") / "scorings" / scoring.name
-    assert sorted(path.name for path in folder.iterdir()) == [
-        "index.json",
-        "report.json",
-        "scoring.json",
-    ]
+    assert sorted(path.name for path in folder.iterdir()) == ["index.json", "report.json"]
     fresh.fetch("r1", f"scorings/{scoring.name}/verdicts.jsonl")
     assert (folder / "verdicts.jsonl").read_text() == "verdicts.jsonl\n"
     fresh.refresh_scorings("r1")
+    assert (folder / "scoring.json").exists()
     assert not (folder / "report.html").exists()
 
 

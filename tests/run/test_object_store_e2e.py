@@ -93,6 +93,7 @@ def test_every_command_works_on_an_object_store_runs_folder(s3: S3, tmp_path: Pa
     assert invoke("seal", "--project", project).status == 0
     keys = s3.keys(url)
     assert {"r1/scorings/0001/report.json", "r1/scorings/0002/report.json"} <= set(keys)
+    assert {"r1/latest.json", "r2/latest.json"} <= set(keys)  # the viewer's pointers
     assert not [key for key in keys if "/attempts/" in key]  # compacted
     assert not (project_dir / "runs").exists()
 

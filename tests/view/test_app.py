@@ -353,3 +353,27 @@ def test_the_page_templates_escape_control_characters_but_not_their_own_markup()
     page = environment().from_string("<p>{{ text }}</p>{{ own }}")
     shown = page.render(text="a\x00b\x1b[31mc\td", own=Markup("<b>\x1b</b>"))
     assert shown == "<p>a\\x00b\\x1b[31mc\td</p><b>\x1b</b>"
+
+
+def test_a_run_page_brings_its_verdicts_only_once_it_is_sent(
+    two_runs: TwoRuns, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object store's verdicts and evidence are downloaded for the case pages after the
+    run page, not while the run page is made (it would wait for them on two cores)."""
+    from soev_pipeline.view import app as app_module
+    from soev_pipeline.view.index import RunIndex
+
+    events: list[str] = []
+    page = app_module.Viewer.page
+
+    def recorded_page(self: Any, template: str, *args: Any, **kwargs: Any) -> Any:
+        events.append(f"page {template}")
+        return page(self, template, *args, **kwargs)
+
+    monkeypatch.setattr(app_module.Viewer, "page", recorded_page)
+    monkeypatch.setattr(RunIndex, "prefetch", lambda index: events.append("prefetch"))
+    app = create_app(two_runs.loaded, two_runs.runs)
+    assert call(app, "GET", "/runs/b1").status_code == 200
+    assert events == ["page run.html", "prefetch"]
+    assert call(app, "GET", "/runs/b1/cases/kern-001").status_code == 200
+    assert events[2:] == ["page case.html"]

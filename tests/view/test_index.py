@@ -267,7 +267,8 @@ def test_verdicts_still_in_the_archive_are_fetched_and_checked_when_first_read(
     two_runs: TwoRuns, tmp_path: Path, grown: bool
 ) -> None:
     """An object store's viewer opens the saved index without the verdicts and fetches them
-    beside the first page; verdicts that do not fit the saved index are read whole."""
+    in the background once the first page is sent (`prefetch`), never while it is made;
+    verdicts that do not fit the saved index are read whole."""
     scoring, evidence = _scoring(two_runs, tmp_path)
     kept = (scoring / VERDICTS).read_text()
     if grown:
@@ -283,6 +284,8 @@ def test_verdicts_still_in_the_archive_are_fetched_and_checked_when_first_read(
 
     opened = open_index(scoring, evidence, fetch=fetch)
     assert "kern-new" not in opened.cases  # the saved index, taken without the verdicts
+    assert not arrived.is_set()  # nothing fetched while the first page is made
+    opened.prefetch()
     assert arrived.wait(30)  # fetched in the background, no page asked
     assert [g.attempt for g in opened.graded("kern-002")] == [0, 1]
     assert ("kern-new" in opened.cases) == grown

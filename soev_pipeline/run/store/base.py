@@ -97,6 +97,10 @@ class ArchiveStore(Protocol):
     def has_manifest(self, run_id: str) -> bool:
         """Whether the run exists (its manifest is archived)."""
 
+    def read_ahead(self, run_id: str) -> None:
+        """A viewer is about to read the run's manifest and its latest report: start
+        bringing what it can at once (nothing to do on disk)."""
+
     def create_run(self, run_id: str, manifest: str) -> bool:
         """Archive the run's manifest (JSON text) if the run is absent; False if it exists."""
 

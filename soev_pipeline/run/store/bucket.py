@@ -121,24 +121,50 @@ class Bucket:
                 raise
             return found["Body"].read(), str(found["ETag"])
 
-    def create(self, name: str, data: bytes) -> str | None:
-        """Create the object only if it is absent (`If-None-Match: *`): its ETag, or None
-        when it exists."""
-        return self._put(name, data, {"IfNoneMatch": "*"})
-
-    def swap(self, name: str, data: bytes, etag: str) -> str | None:
-        """Replace the object only if its ETag is still `etag` (`If-Match`); its new ETag,
-        or None when another writer changed or deleted it first."""
-        return self._put(name, data, {"IfMatch": etag})
-
-    def _put(self, name: str, data: bytes, condition: dict[str, str]) -> str | None:
+    def head(self, name: str) -> tuple[str, dict[str, str]] | None:
+        """The object's ETag and user metadata, or None when it does not exist."""
         from botocore.exceptions import ClientError
 
+        with self.failing(name):
+            try:
+                found = self.client.head_object(Bucket=self.name, Key=self.key(name))
+            except ClientError as exc:
+                if self._status(exc) == 404:
+                    return None
+                raise
+            return str(found["ETag"]), dict(found.get("Metadata") or {})
+
+    def create(
+        self, name: str, data: bytes, *, metadata: dict[str, str] | None = None
+    ) -> str | None:
+        """Create the object only if it is absent (`If-None-Match: *`): its ETag, or None
+        when it exists."""
+        return self._put(name, data, {"IfNoneMatch": "*"}, metadata)
+
+    def swap(
+        self, name: str, data: bytes, etag: str, *, metadata: dict[str, str] | None = None
+    ) -> str | None:
+        """Replace the object only if its ETag is still `etag` (`If-Match`); its new ETag,
+        or None when another writer changed or deleted it first."""
+        return self._put(name, data, {"IfMatch": etag}, metadata)
+
+    def _put(
+        self,
+        name: str,
+        data: bytes,
+        condition: dict[str, str],
+        metadata: dict[str, str] | None = None,
+    ) -> str | None:
+        from botocore.exceptions import ClientError
+
+        extra: dict[str, Any] = {**condition}
+        if metadata:
+            extra["Metadata"] = metadata
         with self.failing(name):
             for _ in range(CONFLICT_TRIES):
                 try:
                     done = self.client.put_object(
-                        Bucket=self.name, Key=self.key(name), Body=data, **condition
+                        Bucket=self.name, Key=self.key(name), Body=data, **extra
                     )
                 except ClientError as exc:
                     status = self._status(exc)

@@ -202,6 +202,9 @@ class LocalStore:
     def has_manifest(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / MANIFEST).exists()
 
+    def read_ahead(self, run_id: str) -> None:
+        """Nothing to do: the folder is the archive."""
+
     def create_run(self, run_id: str, manifest: str) -> bool:
         path = self.run_dir(run_id)
         if (path / MANIFEST).exists():

@@ -5,8 +5,11 @@ shared disk (docs/runs.md#the-object-store-archive).
     <prefix>/<run_id>/lease.json                      who holds the run (`lease.Lease`)
     <prefix>/<run_id>/batches/, compacted/            the attempts (`layout`)
     <prefix>/<run_id>/scorings/<NNNN>/claim.json      the scoring's number, claimed if absent
-    <prefix>/<run_id>/scorings/<NNNN>/verdicts.jsonl, scoring.json, report.html, report.json
-                                                      report.json last: the scoring is complete
+    <prefix>/<run_id>/scorings/<NNNN>/verdicts.jsonl, scoring.json, report.json, index.json,
+                                      report.html     report.json first of the last three: the
+                                                      scoring is complete
+    <prefix>/<run_id>/latest.json                     a copy of the latest scoring's report and
+                                                      index, a hint for readers (`latest`)
 
 The attempt step's attempts are uploaded in batches off the attempt loop
 (`batches.BatchWriter`); when it ends, the run's batches are compacted into one object and
@@ -36,6 +39,7 @@ from soev_pipeline.core.errors import ProjectError
 from .batches import BatchWriter
 from .bucket import Bucket
 from .files import naming
+from .latest import LATEST, Latest, advance, unpack
 from .layout import (
     COMPACTED,
     Compaction,
@@ -51,7 +55,7 @@ from .layout import (
     reading_order,
 )
 from .lease import Lease, lease_seconds
-from .listing import Listings
+from .listing import LISTING_TTL_S, Listings, write
 from .local import EVIDENCE, MANIFEST, SCORINGS
 
 LEASE = "lease.json"
@@ -80,6 +84,7 @@ class ObjectStore:
         self._seen: dict[str, frozenset[Name]] = {}
         self._next_batch: dict[str, int] = {}
         self._writers: dict[str, BatchWriter] = {}
+        self._pointed: dict[str, tuple[float, str]] = {}
 
     # Names and places
 
@@ -124,8 +129,18 @@ class ObjectStore:
         path = self.run_dir(run_id) / MANIFEST
         if path.exists():
             return True
-        self.listings.ahead(run_id)
+        if not self.listings.coming(run_id, LATEST):  # else listed when it is missing
+            self.listings.ahead(run_id)
         return self.listings.download(run_id, MANIFEST, path)
+
+    def read_ahead(self, run_id: str) -> None:
+        """A viewer opens the run: when this process has not read it yet, the run's pointer
+        to its latest scoring (`latest`) is asked for now, while the manifest downloads, so
+        that the run page waits for one round trip, not two; the run's listing is asked for
+        at once when it has no pointer, else while the page is made."""
+        if (self.run_dir(run_id) / MANIFEST).exists():
+            return
+        self.listings.get_ahead(run_id, LATEST, or_list=True)
 
     def create_run(self, run_id: str, manifest: str) -> bool:
         self.bucket.probe()
@@ -324,28 +339,89 @@ class ObjectStore:
 
     def refresh_scorings(self, run_id: str, *, verdicts: bool = True) -> None:
         """Download the scorings' files this process has not, all at once: the small ones,
-        and the saved index and (with `verdicts`) the verdicts of the latest graded and the
-        latest reported scoring. Never the HTML report: no reader opens it from here (it is
-        written, then published, by the command that makes it)."""
+        and the saved index and the verdicts of the latest graded and the latest reported
+        scoring. Never the HTML report: no reader opens it from here (it is written, then
+        published, by the command that makes it).
+
+        Without `verdicts`, only what a viewer's run page reads: the report and the saved
+        index of the latest reported scoring; after `read_ahead`, those of the run's pointer
+        (`latest`), which stand for a listing of the run for as long as one is reused
+        (`listing.LISTING_TTL_S`), while the listing that checks them is asked for."""
+        if not verdicts and self._pointer_stands(run_id):
+            return
         files: dict[str, set[str]] = {}
         for name in self.listings.run(run_id):
             parts = name.split("/")
             if len(parts) == 3 and parts[0] == SCORINGS and parts[1].isdigit():
                 files.setdefault(parts[1], set()).add(parts[2])
+        self._check_pointer(run_id, files)
+        for number in files:
+            (self.run_dir(run_id) / SCORINGS / number).mkdir(parents=True, exist_ok=True)
         graded = [number for number in sorted(files) if SCORING in files[number]]
         reported = [number for number in sorted(files) if REPORT in files[number]]
+        if not verdicts:
+            self._page_files(run_id, reported[-1] if reported else None, files)
+            return
         whole = {*graded[-1:], *reported[-1:]}
         wanted: list[tuple[str, Path]] = []
         for number, names in files.items():
             folder = self.run_dir(run_id) / SCORINGS / number
-            folder.mkdir(parents=True, exist_ok=True)
             for name in sorted(names - {CLAIM, HTML}):
                 if name in (VERDICTS, INDEX) and number not in whole:
                     continue
-                if name == VERDICTS and not verdicts:
-                    continue
                 if not (folder / name).exists():
                     wanted.append((f"{SCORINGS}/{number}/{name}", folder / name))
+        self._download(run_id, wanted)
+
+    def _pointer_stands(self, run_id: str) -> bool:
+        """Whether the run's pointer stands for its listing now: it was taken less than
+        `LISTING_TTL_S` ago, or `read_ahead` brought one that is taken now (its copies are
+        put in the scoring's folder). The first listing after it checks it
+        (`_check_pointer`)."""
+        with self._guard:
+            pointed = self._pointed.get(run_id)
+        if pointed is not None:
+            return self.listings.clock() - pointed[0] < LISTING_TTL_S
+        taken = self.listings.take(run_id, LATEST)
+        pointer = unpack(taken) if taken is not None else None
+        if pointer is None:
+            return False
+        folder = self.run_dir(run_id) / SCORINGS / pointer.scoring
+        for name, data in ((REPORT, pointer.report), (INDEX, pointer.index)):
+            if not (folder / name).exists():
+                write(folder / name, data)
+        with self._guard:
+            self._pointed[run_id] = (self.listings.clock(), pointer.scoring)
+        return True
+
+    def _check_pointer(self, run_id: str, files: dict[str, set[str]]) -> None:
+        """After the first listing since the pointer was taken: drop its copies when the
+        listing does not show them (a pointer naming a scoring without a report)."""
+        with self._guard:
+            pointed = self._pointed.pop(run_id, None)
+        if pointed is None:
+            return
+        listed = files.get(pointed[1], set())
+        for name in (REPORT, INDEX):
+            if name not in listed:
+                (self.run_dir(run_id) / SCORINGS / pointed[1] / name).unlink(missing_ok=True)
+
+    def _page_files(self, run_id: str, latest: str | None, files: dict[str, set[str]]) -> None:
+        """The report and the saved index of scoring `latest` (the latest reported)."""
+        if latest is None:
+            return
+        folder = self.run_dir(run_id) / SCORINGS / latest
+        self._download(
+            run_id,
+            [
+                (f"{SCORINGS}/{latest}/{name}", folder / name)
+                for name in (REPORT, INDEX)
+                if name in files[latest] and not (folder / name).exists()
+            ],
+        )
+
+    def _download(self, run_id: str, wanted: list[tuple[str, Path]]) -> None:
+        """Download the objects `wanted` (name, local path), all at once."""
         if len(wanted) > 1:
             with ThreadPoolExecutor(min(FETCHES, len(wanted))) as pool:
                 list(pool.map(lambda item: self.listings.download(run_id, *item), wanted))
@@ -390,3 +466,8 @@ class ObjectStore:
                     f"{self.bucket.where(key)}: exists already; a scoring is never overwritten"
                 )
         self.listings.changed(run_id)
+        report, index = scoring / REPORT, scoring / INDEX
+        if {REPORT, INDEX} & set(names) and report.exists() and index.exists():
+            with naming(report):
+                latest = Latest(scoring.name, report.read_bytes(), index.read_bytes())
+            advance(self.bucket, run_id, latest)
