@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from pathlib import Path
 
 import pytest
@@ -87,11 +86,15 @@ class Reader:
 def test_a_scoring_moves_the_pointer_once_its_report_and_index_are_archived(s3: S3) -> None:
     url = s3.url()
     archive = _archive(url)
+    started = _pointer(url)
+    assert started is not None and started.scoring is None  # made with the run
+    assert started.manifest == (archive.path / "manifest.json").read_bytes()
     _score(archive, index=False)
-    assert _pointer(url) is None  # a report without its index: no pointer
+    assert _pointer(url) == started  # a report without its index does not move it
     second = _score(archive)
     pointer = _pointer(url)
     assert pointer is not None and pointer.scoring == second.name == "0002"
+    assert pointer.manifest == (archive.path / "manifest.json").read_bytes()
     assert pointer.report == (second / "report.json").read_bytes()
     assert pointer.index == (second / "index.json").read_bytes()
     head = Bucket(url).head(f"r1/{LATEST}")
@@ -101,25 +104,32 @@ def test_a_scoring_moves_the_pointer_once_its_report_and_index_are_archived(s3: 
 def test_a_fresh_reader_takes_the_run_page_in_one_round_trip(
     s3: S3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pointer is on its way while the manifest downloads; the run is not listed
-    before the page (the listing that checks the pointer comes with the next page)."""
+    """One request: the pointer, with the manifest; the run is not listed before the page
+    (the listing that checks the pointer comes with a later page)."""
     url = s3.url()
-    _score(_archive(url))
+    archive = _archive(url)
+    _score(archive)
     reader = Reader(url, monkeypatch)
-    pointer_asked = threading.Event()
-    get = reader.store.bucket.get
-
-    def waiting_get(name: str) -> tuple[bytes, str] | None:
-        if name.endswith(LATEST):
-            pointer_asked.set()
-        if name.endswith("manifest.json"):
-            assert pointer_asked.wait(30), "the pointer was not asked for meanwhile"
-        return get(name)
-
-    monkeypatch.setattr(reader.store.bucket, "get", waiting_get)
     assert reader.page() == "0001"
     assert reader.page() == "0001"  # the same page again, within a listing's reuse
-    assert sorted(reader.calls) == ["get r1/latest.json", "get r1/manifest.json"]
+    assert reader.calls == ["get r1/latest.json"]
+    assert reader.archive.manifest() == archive.manifest()
+
+
+def test_a_run_not_scored_yet_is_read_in_one_request_too(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run in progress: its pointer, made with it, names no scoring; its first scoring
+    is shown once a listing is no longer reused."""
+    url = s3.url()
+    archive = _archive(url)
+    reader = Reader(url, monkeypatch)
+    assert reader.page() is None
+    assert reader.calls == ["get r1/latest.json"]
+    _score(archive)
+    assert reader.page() is None  # the pointer stands for a listing a moment old
+    reader.seconds = LISTING_TTL_S
+    assert reader.page() == "0001"
 
 
 def test_a_stale_pointer_gives_the_latest_scoring_at_the_next_load(
@@ -150,13 +160,29 @@ def test_a_pointer_naming_a_scoring_without_a_report_is_dropped(
     bucket = Bucket(url)
     found = bucket.head(f"r1/{LATEST}")
     assert found is not None
-    made_up = Latest("0007", b'{"scoring": "0007"}', b'["index", "0007"]')
+    made_up = Latest(
+        "0007", archive.manifest_path.read_bytes(), b'{"scoring": "0007"}', b'["index", "0007"]'
+    )
     assert bucket.swap(f"r1/{LATEST}", pack(made_up), found[0]) is not None
     reader = Reader(url, monkeypatch)
     assert reader.page() == "0007"  # taken for the first page, unchecked
     reader.seconds = LISTING_TTL_S
     assert reader.page() == "0001"  # the listing shows no such report: its copies dropped
     assert not (reader.archive.path / "scorings" / "0007" / "report.json").exists()
+
+
+def test_a_pointer_left_by_a_run_removed_by_hand_finds_no_run_after_its_listing(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = s3.url()
+    _score(_archive(url))
+    bucket = Bucket(url)
+    bucket.delete([key for key in s3.keys(url) if key != f"r1/{LATEST}"])
+    reader = Reader(url, monkeypatch)
+    assert reader.page() == "0001"
+    reader.seconds = LISTING_TTL_S
+    assert reader.archive.latest_report_path(verdicts=False) is None
+    assert not reader.archive.exists()
 
 
 @pytest.mark.parametrize("pointer", [None, b"not a pointer", b'{"soev_latest": 99}'])
@@ -186,7 +212,7 @@ def test_a_writer_that_loses_the_swap_tries_again_and_never_moves_it_back(
     reads again and swaps only when the pointer still names an earlier scoring."""
     url = s3.url()
     bucket, other = Bucket(url), Bucket(url)
-    advance(bucket, "r1", Latest("0001", b"{}", b"[]"))
+    advance(bucket, "r1", Latest("0001", b"{}", b"{}", b"[]"))
     swap = bucket.swap
     swapped: list[str | None] = []
 
@@ -194,13 +220,13 @@ def test_a_writer_that_loses_the_swap_tries_again_and_never_moves_it_back(
         if not swapped:  # B, between A's reading and A's swap
             found = other.head(name)
             assert found is not None
-            theirs = pack(Latest(between, b'{"by": "B"}', b"[]"))
+            theirs = pack(Latest(between, b"{}", b'{"by": "B"}', b"[]"))
             assert other.swap(name, theirs, found[0], metadata={"scoring": between})
         swapped.append(swap(name, data, etag, **kwargs))  # type: ignore[arg-type]
         return swapped[-1]
 
     monkeypatch.setattr(bucket, "swap", racing_swap)
-    assert advance(bucket, "r1", Latest("0002", b"{}", b"[]"))
+    assert advance(bucket, "r1", Latest("0002", b"{}", b"{}", b"[]"))
     assert swapped[0] is None  # A lost the first swap
     assert len(swapped) == (2 if after == "0002" else 1)
     pointer = _pointer(url)
@@ -214,11 +240,11 @@ def test_two_first_writers_create_the_pointer_once(s3: S3, monkeypatch: pytest.M
     create = bucket.create
 
     def racing_create(name: str, data: bytes, **kwargs: object) -> str | None:
-        advance(other, "r1", Latest("0003", b"{}", b"[]"))
+        advance(other, "r1", Latest("0003", b"{}", b"{}", b"[]"))
         return create(name, data, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bucket, "create", racing_create)
-    assert advance(bucket, "r1", Latest("0002", b"{}", b"[]"))
+    assert advance(bucket, "r1", Latest("0002", b"{}", b"{}", b"[]"))
     pointer = _pointer(url)
     assert pointer is not None and pointer.scoring == "0003"
 
@@ -239,4 +265,5 @@ def test_a_pointer_that_cannot_be_written_is_a_warning(
     with caplog.at_level(logging.WARNING):
         _score(archive)
     assert "AccessDenied; the run's latest scoring is found by listing it" in caplog.text
-    assert _pointer(url) is None
+    pointer = _pointer(url)
+    assert pointer is not None and pointer.scoring is None

@@ -1,14 +1,15 @@
 """The pointer to a run's latest scoring in object storage (docs/runs.md#the-object-store-archive).
 
-    <prefix>/<run_id>/latest.json    {"soev_latest": 1, "scoring": "0002",
+    <prefix>/<run_id>/latest.json    {"soev_latest": 1, "scoring": "0002", "manifest": "…",
                                       "report": "<report.json>", "index": "<index.json>"}
+                                     user metadata `scoring: 0002` (`0000`: none yet)
 
-A copy of the report and the saved index of the run's latest scoring, so that a viewer that
-opens the run downloads them with its manifest and its listing, all at once, instead of
-waiting for the listing to learn which scoring to download. It is a hint, never the mark
-that a scoring is complete (its `report.json` is): a reader uses it only when the run's
-listing, asked for at the same time, shows that it names the latest scoring that has a
-report and an index, and downloads them as before otherwise.
+Created with the run, naming no scoring (`"scoring": null`), then moved to each scoring.
+A copy of the run's manifest and of the report and the saved index of its latest scoring:
+what a viewer's run page reads, in one request, instead of the manifest and the run's
+listing, and then the scoring's files that the listing names. It is a hint, never the mark
+that a scoring is complete (its `report.json` is): a reader takes it for a run page in
+place of a listing, and the next listing it takes checks it (`ObjectStore._check_pointer`).
 
 It is moved forward by compare-and-swap on its ETag (`If-Match`; `If-None-Match: *` for the
 first), after the scoring's report and index are archived, and never backwards: a writer
@@ -40,11 +41,22 @@ without downloading the copies."""
 
 @dataclass(frozen=True)
 class Latest:
-    """What a pointer names and holds: a scoring number (`0002`) and its two files."""
+    """What a pointer names and holds: a scoring number (`0002`), the run's manifest, and
+    the scoring's report and index; a run with no scoring yet has neither (None)."""
 
-    scoring: str
-    report: bytes
-    index: bytes
+    scoring: str | None
+    manifest: bytes
+    report: bytes | None = None
+    index: bytes | None = None
+
+    @property
+    def number(self) -> int:
+        """The scoring's number; 0 before the first scoring."""
+        return int(self.scoring) if self.scoring is not None else 0
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8")
 
 
 def pack(latest: Latest) -> bytes:
@@ -52,8 +64,9 @@ def pack(latest: Latest) -> bytes:
         {
             "soev_latest": FORMAT,
             "scoring": latest.scoring,
-            "report": latest.report.decode("utf-8"),
-            "index": latest.index.decode("utf-8"),
+            "manifest": latest.manifest.decode("utf-8"),
+            "report": _text(latest.report),
+            "index": _text(latest.index),
         },
         separators=(",", ":"),
         ensure_ascii=False,
@@ -66,14 +79,31 @@ def unpack(data: bytes) -> Latest | None:
         raw = json.loads(data)
         if raw["soev_latest"] != FORMAT:
             return None
-        scoring, report, index = raw["scoring"], raw["report"], raw["index"]
+        scoring, manifest = raw["scoring"], raw["manifest"]
+        files = [raw["report"], raw["index"]]
     except (ValueError, KeyError, TypeError):
         return None
-    if not (isinstance(scoring, str) and scoring.isdigit()):
+    if not isinstance(manifest, str):
         return None
-    if not (isinstance(report, str) and isinstance(index, str)):
+    if scoring is None and files == [None, None]:
+        return Latest(None, manifest.encode("utf-8"))
+    if not (isinstance(scoring, str) and scoring.isdigit() and len(scoring) == 4):
         return None
-    return Latest(scoring, report.encode("utf-8"), index.encode("utf-8"))
+    if not all(isinstance(text, str) for text in files):
+        return None
+    report, index = (str(text).encode("utf-8") for text in files)
+    return Latest(scoring, manifest.encode("utf-8"), report, index)
+
+
+def start(bucket: Bucket, run_id: str, manifest: bytes) -> None:
+    """Create the pointer of a new run, naming no scoring yet: a viewer of a run in
+    progress reads it in one request too. A failure is a warning, as in `advance`."""
+    try:
+        bucket.create(
+            f"{run_id}/{LATEST}", pack(Latest(None, manifest)), metadata={SCORING_META: "0000"}
+        )
+    except ProjectError as exc:
+        logger.warning("%s; the run's latest scoring is found by listing it", exc)
 
 
 def advance(bucket: Bucket, run_id: str, latest: Latest) -> bool:
@@ -85,7 +115,7 @@ def advance(bucket: Bucket, run_id: str, latest: Latest) -> bool:
     """
     name = f"{run_id}/{LATEST}"
     data = pack(latest)
-    meta = {SCORING_META: latest.scoring}
+    meta = {SCORING_META: f"{latest.number:04d}"}
     try:
         for _ in range(TRIES):
             found = bucket.head(name)
@@ -95,7 +125,7 @@ def advance(bucket: Bucket, run_id: str, latest: Latest) -> bool:
                 continue
             etag, metadata = found
             current = metadata.get(SCORING_META, "")
-            if current.isdigit() and int(current) >= int(latest.scoring):
+            if current.isdigit() and int(current) >= latest.number:
                 return True
             if bucket.swap(name, data, etag, metadata=meta) is not None:
                 return True

@@ -8,8 +8,9 @@ shared disk (docs/runs.md#the-object-store-archive).
     <prefix>/<run_id>/scorings/<NNNN>/verdicts.jsonl, scoring.json, report.json, index.json,
                                       report.html     report.json first of the last three: the
                                                       scoring is complete
-    <prefix>/<run_id>/latest.json                     a copy of the latest scoring's report and
-                                                      index, a hint for readers (`latest`)
+    <prefix>/<run_id>/latest.json                     copies of the manifest and the latest
+                                                      scoring's report and index, a hint for
+                                                      readers (`latest`)
 
 The attempt step's attempts are uploaded in batches off the attempt loop
 (`batches.BatchWriter`); when it ends, the run's batches are compacted into one object and
@@ -39,7 +40,7 @@ from soev_pipeline.core.errors import ProjectError
 from .batches import BatchWriter
 from .bucket import Bucket
 from .files import naming
-from .latest import LATEST, Latest, advance, unpack
+from .latest import LATEST, Latest, advance, start, unpack
 from .layout import (
     COMPACTED,
     Compaction,
@@ -84,7 +85,7 @@ class ObjectStore:
         self._seen: dict[str, frozenset[Name]] = {}
         self._next_batch: dict[str, int] = {}
         self._writers: dict[str, BatchWriter] = {}
-        self._pointed: dict[str, tuple[float, str]] = {}
+        self._pointed: dict[str, tuple[float, str | None]] = {}
 
     # Names and places
 
@@ -125,19 +126,21 @@ class ObjectStore:
 
     def has_manifest(self, run_id: str) -> bool:
         """Whether the run's manifest exists (downloaded once; the run's listing, which
-        every reader asks for next, is asked for meanwhile)."""
+        every reader asks for next, is asked for meanwhile). After `read_ahead`, the copy
+        that the run's pointer holds, when it has one."""
         path = self.run_dir(run_id) / MANIFEST
         if path.exists():
             return True
-        if not self.listings.coming(run_id, LATEST):  # else listed when it is missing
-            self.listings.ahead(run_id)
+        if self.listings.coming(run_id, LATEST) and self._take_pointer(run_id):
+            return True
+        self.listings.ahead(run_id)
         return self.listings.download(run_id, MANIFEST, path)
 
     def read_ahead(self, run_id: str) -> None:
         """A viewer opens the run: when this process has not read it yet, the run's pointer
-        to its latest scoring (`latest`) is asked for now, while the manifest downloads, so
-        that the run page waits for one round trip, not two; the run's listing is asked for
-        at once when it has no pointer, else while the page is made."""
+        to its latest scoring (`latest`) is asked for now. It holds the copies of the
+        manifest, the report and the index that a run page reads: the page waits for one
+        request. When the run has none, its listing is asked for as soon as that is known."""
         if (self.run_dir(run_id) / MANIFEST).exists():
             return
         self.listings.get_ahead(run_id, LATEST, or_list=True)
@@ -152,6 +155,7 @@ class ObjectStore:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MANIFEST).write_text(manifest, encoding="utf-8")
         (folder / EVIDENCE).touch()
+        start(self.bucket, run_id, manifest.encode("utf-8"))
         return True
 
     def run_ids(self) -> list[str]:
@@ -349,12 +353,13 @@ class ObjectStore:
         (`listing.LISTING_TTL_S`), while the listing that checks them is asked for."""
         if not verdicts and self._pointer_stands(run_id):
             return
+        listed = self.listings.run(run_id)
+        self._check_pointer(run_id, listed)
         files: dict[str, set[str]] = {}
-        for name in self.listings.run(run_id):
+        for name in listed:
             parts = name.split("/")
             if len(parts) == 3 and parts[0] == SCORINGS and parts[1].isdigit():
                 files.setdefault(parts[1], set()).add(parts[2])
-        self._check_pointer(run_id, files)
         for number in files:
             (self.run_dir(run_id) / SCORINGS / number).mkdir(parents=True, exist_ok=True)
         graded = [number for number in sorted(files) if SCORING in files[number]]
@@ -375,36 +380,49 @@ class ObjectStore:
 
     def _pointer_stands(self, run_id: str) -> bool:
         """Whether the run's pointer stands for its listing now: it was taken less than
-        `LISTING_TTL_S` ago, or `read_ahead` brought one that is taken now (its copies are
-        put in the scoring's folder). The first listing after it checks it
-        (`_check_pointer`)."""
+        `LISTING_TTL_S` ago, or `read_ahead` brought one that is taken now. The first
+        listing after it checks it (`_check_pointer`)."""
         with self._guard:
             pointed = self._pointed.get(run_id)
-        if pointed is not None:
-            return self.listings.clock() - pointed[0] < LISTING_TTL_S
+        if pointed is None:
+            return self.listings.coming(run_id, LATEST) and self._take_pointer(run_id)
+        return self.listings.clock() - pointed[0] < LISTING_TTL_S
+
+    def _take_pointer(self, run_id: str) -> bool:
+        """Put the copies of the pointer that `read_ahead` asked for in the run's folder,
+        once it is here; False when the run has none (or none of this format)."""
         taken = self.listings.take(run_id, LATEST)
         pointer = unpack(taken) if taken is not None else None
         if pointer is None:
             return False
-        folder = self.run_dir(run_id) / SCORINGS / pointer.scoring
-        for name, data in ((REPORT, pointer.report), (INDEX, pointer.index)):
-            if not (folder / name).exists():
-                write(folder / name, data)
+        folder = self.run_dir(run_id)
+        copies = [(folder / MANIFEST, pointer.manifest)]
+        if pointer.scoring is not None:
+            scoring = folder / SCORINGS / pointer.scoring
+            for name, data in ((REPORT, pointer.report), (INDEX, pointer.index)):
+                if data is not None:
+                    copies.append((scoring / name, data))
+        for path, data in copies:
+            if not path.exists():
+                write(path, data)
         with self._guard:
             self._pointed[run_id] = (self.listings.clock(), pointer.scoring)
         return True
 
-    def _check_pointer(self, run_id: str, files: dict[str, set[str]]) -> None:
-        """After the first listing since the pointer was taken: drop its copies when the
-        listing does not show them (a pointer naming a scoring without a report)."""
+    def _check_pointer(self, run_id: str, names: list[str]) -> None:
+        """After the first listing since the pointer was taken: drop its copies that the
+        listing does not show (a pointer naming a scoring without a report, or left
+        behind by a run removed by hand)."""
         with self._guard:
             pointed = self._pointed.pop(run_id, None)
         if pointed is None:
             return
-        listed = files.get(pointed[1], set())
-        for name in (REPORT, INDEX):
-            if name not in listed:
-                (self.run_dir(run_id) / SCORINGS / pointed[1] / name).unlink(missing_ok=True)
+        copies = [MANIFEST]
+        if pointed[1] is not None:
+            copies += [f"{SCORINGS}/{pointed[1]}/{REPORT}", f"{SCORINGS}/{pointed[1]}/{INDEX}"]
+        for name in copies:
+            if name not in names:
+                (self.run_dir(run_id) / name).unlink(missing_ok=True)
 
     def _page_files(self, run_id: str, latest: str | None, files: dict[str, set[str]]) -> None:
         """The report and the saved index of scoring `latest` (the latest reported)."""
@@ -466,8 +484,8 @@ class ObjectStore:
                     f"{self.bucket.where(key)}: exists already; a scoring is never overwritten"
                 )
         self.listings.changed(run_id)
-        report, index = scoring / REPORT, scoring / INDEX
-        if {REPORT, INDEX} & set(names) and report.exists() and index.exists():
-            with naming(report):
-                latest = Latest(scoring.name, report.read_bytes(), index.read_bytes())
-            advance(self.bucket, run_id, latest)
+        copied = (self.run_dir(run_id) / MANIFEST, scoring / REPORT, scoring / INDEX)
+        if {REPORT, INDEX} & set(names) and all(path.exists() for path in copied):
+            with naming(scoring):
+                manifest, report, index = (path.read_bytes() for path in copied)
+            advance(self.bucket, run_id, Latest(scoring.name, manifest, report, index))
