@@ -350,7 +350,7 @@ class ObjectStore:
         Without `verdicts`, only what a viewer's run page reads: the report and the saved
         index of the latest reported scoring; after `read_ahead`, those of the run's pointer
         (`latest`), which stand for a listing of the run for as long as one is reused
-        (`listing.LISTING_TTL_S`), while the listing that checks them is asked for."""
+        (`listing.LISTING_TTL_S`); the next listing checks them (`_check_pointer`)."""
         if not verdicts and self._pointer_stands(run_id):
             return
         listed = self.listings.run(run_id)
