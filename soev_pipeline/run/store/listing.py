@@ -33,7 +33,6 @@ class Listings:
         self._listings: dict[str, tuple[float, list[str]]] = {}
         self._coming: dict[str, Future[list[str]]] = {}
         self._versions: dict[str, int] = {}
-        self._objects: dict[tuple[str, str], Future[tuple[bytes, str] | None]] = {}
         self._ahead = ThreadPoolExecutor(AHEAD, thread_name_prefix="soev-list")
 
     def run(self, run_id: str, *, fresh: bool = False) -> list[str]:
@@ -70,38 +69,6 @@ class Listings:
                 return
             version = self._versions.get(run_id, 0)
             self._coming[run_id] = self._ahead.submit(self._list, run_id, version)
-
-    def get_ahead(self, run_id: str, name: str, *, or_list: bool = False) -> None:
-        """Start downloading the run's object `name` in the background, for `take`, unless
-        it is on its way already; with `or_list`, list the run ahead when it is missing."""
-
-        def get() -> tuple[bytes, str] | None:
-            found = self.bucket.get(f"{run_id}/{name}")
-            if found is None and or_list:
-                self.ahead(run_id)
-            return found
-
-        with self._guard:
-            if (run_id, name) not in self._objects:
-                self._objects[(run_id, name)] = self._ahead.submit(get)
-
-    def coming(self, run_id: str, name: str) -> bool:
-        """Whether `get_ahead` started downloading the object, not yet taken."""
-        with self._guard:
-            return (run_id, name) in self._objects
-
-    def take(self, run_id: str, name: str) -> bytes | None:
-        """The object that `get_ahead` started downloading, once it is here; None when none
-        was started (or it was taken), it does not exist, or it could not be read."""
-        with self._guard:
-            coming = self._objects.pop((run_id, name), None)
-        if coming is None:
-            return None
-        try:
-            found = coming.result()
-        except ProjectError:
-            return None
-        return None if found is None else found[0]
 
     def runs(self) -> list[str]:
         """The folders under the prefix (listed at most once a `LISTING_TTL_S`)."""

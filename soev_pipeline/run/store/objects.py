@@ -126,24 +126,27 @@ class ObjectStore:
 
     def has_manifest(self, run_id: str) -> bool:
         """Whether the run's manifest exists (downloaded once; the run's listing, which
-        every reader asks for next, is asked for meanwhile). After `read_ahead`, the copy
-        that the run's pointer holds, when it has one."""
+        every reader asks for next, is asked for meanwhile)."""
         path = self.run_dir(run_id) / MANIFEST
         if path.exists():
-            return True
-        if self.listings.coming(run_id, LATEST) and self._take_pointer(run_id):
             return True
         self.listings.ahead(run_id)
         return self.listings.download(run_id, MANIFEST, path)
 
     def read_ahead(self, run_id: str) -> None:
         """A viewer opens the run: when this process has not read it yet, the run's pointer
-        to its latest scoring (`latest`) is asked for now. It holds the copies of the
-        manifest, the report and the index that a run page reads: the page waits for one
-        request. When the run has none, its listing is asked for as soon as that is known."""
+        to its latest scoring (`latest`) is downloaded now. It holds copies of the
+        manifest, the report and the index that a run page reads: the page waits for this
+        one request. When the run has none, its listing is asked for at once, and the
+        manifest is downloaded as before (`has_manifest`), which names what failed."""
         if (self.run_dir(run_id) / MANIFEST).exists():
             return
-        self.listings.get_ahead(run_id, LATEST, or_list=True)
+        try:
+            found = self.bucket.get(f"{run_id}/{LATEST}")
+        except ProjectError:
+            found = None
+        if found is None or not self._take_pointer(run_id, found[0]):
+            self.listings.ahead(run_id)
 
     def create_run(self, run_id: str, manifest: str) -> bool:
         self.bucket.probe()
@@ -380,31 +383,28 @@ class ObjectStore:
 
     def _pointer_stands(self, run_id: str) -> bool:
         """Whether the run's pointer stands for its listing now: it was taken less than
-        `LISTING_TTL_S` ago, or `read_ahead` brought one that is taken now. The first
-        listing after it checks it (`_check_pointer`)."""
+        `LISTING_TTL_S` ago by `read_ahead`. The first listing after it checks it
+        (`_check_pointer`)."""
         with self._guard:
             pointed = self._pointed.get(run_id)
-        if pointed is None:
-            return self.listings.coming(run_id, LATEST) and self._take_pointer(run_id)
-        return self.listings.clock() - pointed[0] < LISTING_TTL_S
+        return pointed is not None and self.listings.clock() - pointed[0] < LISTING_TTL_S
 
-    def _take_pointer(self, run_id: str) -> bool:
-        """Put the copies of the pointer that `read_ahead` asked for in the run's folder,
-        once it is here; False when the run has none (or none of this format)."""
-        taken = self.listings.take(run_id, LATEST)
-        pointer = unpack(taken) if taken is not None else None
+    def _take_pointer(self, run_id: str, data: bytes) -> bool:
+        """Put the copies that the run's pointer `data` holds in the run's folder; False
+        when it is not a pointer of this format."""
+        pointer = unpack(data)
         if pointer is None:
             return False
         folder = self.run_dir(run_id)
         copies = [(folder / MANIFEST, pointer.manifest)]
         if pointer.scoring is not None:
             scoring = folder / SCORINGS / pointer.scoring
-            for name, data in ((REPORT, pointer.report), (INDEX, pointer.index)):
-                if data is not None:
-                    copies.append((scoring / name, data))
-        for path, data in copies:
+            for name, copy in ((REPORT, pointer.report), (INDEX, pointer.index)):
+                if copy is not None:
+                    copies.append((scoring / name, copy))
+        for path, copy in copies:
             if not path.exists():
-                write(path, data)
+                write(path, copy)
         with self._guard:
             self._pointed[run_id] = (self.listings.clock(), pointer.scoring)
         return True
