@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import resource
 import socket
@@ -298,9 +299,18 @@ def _pages(runs: Any, folder: Path, repeat: int) -> dict[str, float]:
 
 
 def bench_view(env: dict[str, str], attempts: int, repeat: int) -> None:
-    """The viewer's pages of a graded run of `attempts` attempts, local and on s3."""
+    """The viewer's pages of a graded run of `attempts` attempts, local and on s3.
+
+    The pages are made under the garbage collector's thresholds of a `soev-evals view`
+    process (`cli.main.COLLECTOR_THRESHOLDS`), and each fresh viewer starts with the
+    garbage of the ones before it collected, as a new process has none: else a full
+    collection of this process's heap lands on a page of either side now and then.
+    """
     from grade import make
 
+    from soev_pipeline.cli.main import COLLECTOR_THRESHOLDS
+
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     os.environ.update(env)
     with tempfile.TemporaryDirectory() as root:
         folder = Path(root) / "project"
@@ -316,8 +326,11 @@ def bench_view(env: dict[str, str], attempts: int, repeat: int) -> None:
         locals_: list[dict[str, float]] = []
         remotes: list[dict[str, float]] = []
         for _ in range(repeat):
+            gc.collect()
             locals_.append(_pages(folder / "runs", folder, repeat))
-            remotes.append(_pages(_fresh(url), folder, repeat))
+            fresh = _fresh(url)
+            gc.collect()
+            remotes.append(_pages(fresh, folder, repeat))
     print(f"\nviewer: a run of {attempts} attempts (median of {repeat} fresh viewers)")
     print(f"  {'':<34}{'local':>10} {'s3 (moto)':>10} {'ratio':>7}")
     for name in locals_[0]:
