@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,27 @@ def test_a_pointer_that_cannot_be_written_is_a_warning(
     assert "AccessDenied; the run's latest scoring is found by listing it" in caplog.text
     pointer = _pointer(url)
     assert pointer is not None and pointer.scoring is None
+
+
+def test_writers_racing_at_once_leave_the_latest_scoring(s3: S3) -> None:
+    """Six processes move the pointer at the same moment, each to its own scoring: every
+    one returns having seen its scoring or a later one, and the last scoring is named."""
+    url = s3.url()
+    numbers = [3, 6, 1, 5, 2, 4]
+    start = threading.Barrier(len(numbers))
+    moved: list[bool] = []
+
+    def move(number: int) -> None:
+        bucket = Bucket(url)  # a process of its own
+        bucket.client  # noqa: B018 - made before the race
+        start.wait()
+        moved.append(advance(bucket, "r1", Latest(f"{number:04d}", b"{}", b"{}", b"[]")))
+
+    threads = [threading.Thread(target=move, args=(number,)) for number in numbers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert moved == [True] * len(numbers)
+    pointer = _pointer(url)
+    assert pointer is not None and pointer.scoring == "0006"
