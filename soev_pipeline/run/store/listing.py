@@ -28,7 +28,7 @@ class Listings:
 
     def __init__(self, bucket: Bucket, cache: Path) -> None:
         self.bucket, self.cache = bucket, cache
-        self.clock = time.monotonic
+        self.clock = time.monotonic  # when a listing was taken; a test sets its own
         self._guard = threading.Lock()
         self._listings: dict[str, tuple[float, list[str]]] = {}
         self._coming: dict[str, Future[list[str]]] = {}
