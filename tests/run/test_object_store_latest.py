@@ -1,8 +1,8 @@
 """The pointer to a run's latest scoring (`store.latest`, `<run>/latest.json`): moved forward
 after a scoring's report and index, never backwards, by compare-and-swap; a fresh reader
-takes a run page's files from it in one round trip; a pointer that is stale, wrong or
-absent costs a round trip, never the page of the latest scoring. Against moto's S3 server
-on 127.0.0.1."""
+takes a run page's files from it in one request; a pointer that is stale or wrong is
+set right by the next listing (a listing's reuse later), and a run without one is read by
+its listing. Against moto's S3 server on 127.0.0.1."""
 
 from __future__ import annotations
 
