@@ -124,7 +124,8 @@ class _ChunkGrader:
     """Grades the chunked criteria of a chunk of attempts: here, or in a worker process.
 
     A chunk sent to a worker holds evidence as JSON text, which is cheaper to send and read
-    than pickled models.
+    than pickled models. The kinds that share work between attempts do it for the whole
+    chunk first (`CriterionRegistry.prepare`: the language of every reply's sentences).
     """
 
     def __init__(self, loaded: LoadedProject, ctx: CriterionContext, plans: dict[str, _Plan]):
@@ -136,9 +137,18 @@ class _ChunkGrader:
         registry, params = self._loaded.registry, self._loaded.params
         graded: list[Graded] = []
         statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
-        for item in chunk:
-            evidence = item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
-            plan = self._plans[evidence.case_id]
+        attempts = [
+            item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
+            for item in chunk
+        ]
+        plans = [self._plans[evidence.case_id] for evidence in attempts]
+        chunked = (
+            (plan.case.criteria[index], evidence)
+            for evidence, plan in zip(attempts, plans, strict=True)
+            for index in plan.chunked
+        )
+        registry.prepare(chunked, self._ctx)
+        for evidence, plan in zip(attempts, plans, strict=True):
             case = plan.case
             verdicts = [
                 await registry.evaluate(

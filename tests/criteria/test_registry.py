@@ -379,3 +379,41 @@ def test_a_frozen_model_changed_behind_its_back_is_validated_again() -> None:
     object.__setattr__(params, "max", -1)
     verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
     assert (verdict.status, verdict.detail[:32]) == ("error", "criterion raised ValidationError")
+
+
+def test_prepare_gives_each_kind_with_the_trait_the_evidence_it_will_grade() -> None:
+    """A kind's `prepare` gets, in one call, the evidence of every pair that names it; a kind
+    without the trait gets nothing, and a `prepare` that raises is passed over (the
+    evaluator does the work again and reports it)."""
+    prepared: list[tuple[str, list[str | None]]] = []
+
+    def noting(name: str) -> Any:
+        def prepare(evidence: Any, ctx: CriterionContext) -> None:
+            prepared.append((name, [item.reply for item in evidence]))
+
+        return prepare
+
+    def failing(evidence: Any, ctx: CriterionContext) -> None:
+        raise RuntimeError("broken")
+
+    registry = CriterionRegistry(
+        [
+            Builtin("custom.a", Params, remember, prepare=noting("a")),
+            Builtin("custom.b", Params, remember, prepare=noting("b")),
+            Builtin("custom.failing", Params, remember, prepare=failing),
+            KIND,
+        ]
+    )
+    first, second = make_evidence("een"), make_evidence("twee")
+    pairs = [
+        (CriterionSpec(kind="custom.a"), first),
+        (CriterionSpec(kind="custom.remember"), first),
+        (CriterionSpec(kind="custom.failing"), first),
+        (CriterionSpec(kind="custom.a"), second),
+        (CriterionSpec(kind="custom.b"), second),
+    ]
+    registry.prepare(iter(pairs), CriterionContext())
+    assert prepared == [("a", ["een", "twee"]), ("b", ["twee"])]
+    assert KIND.prepare is None
+    decorated = criterion("custom.c", Params, prepare=noting("c"))(remember)
+    assert decorated.prepare is not None
