@@ -34,7 +34,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Case, Evidence, Status, Verdict
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.core.secrets import redact
-from soev_pipeline.criteria import CriterionRegistry
+from soev_pipeline.criteria import BoundCriterion, CriterionRegistry
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
@@ -92,9 +92,11 @@ def _graded(
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """A case and which of its criteria (by position) are graded in chunks, which here."""
+    """A case, its criteria bound once for the grading, and which of them (by position)
+    are graded in chunks, which here."""
 
     case: Case
+    bound: tuple[BoundCriterion, ...]
     chunked: tuple[int, ...]
     here: tuple[int, ...]
 
@@ -107,10 +109,14 @@ def _pure_kinds(registry: CriterionRegistry, ctx: CriterionContext) -> frozenset
     return registry.forkable(detector_forks=bundled)
 
 
-def _plan(case: Case, pure: frozenset[str]) -> _Plan:
+def _plan(loaded: LoadedProject, case: Case, pure: frozenset[str]) -> _Plan:
+    bound = tuple(
+        loaded.registry.bind(spec, loaded.params.get((case.id, index)))
+        for index, spec in enumerate(case.criteria)
+    )
     chunked = tuple(index for index, spec in enumerate(case.criteria) if spec.kind in pure)
     here = tuple(index for index in range(len(case.criteria)) if index not in chunked)
-    return _Plan(case, chunked, here)
+    return _Plan(case, bound, chunked, here)
 
 
 Graded = str | tuple[Verdict, ...]
@@ -134,7 +140,7 @@ class _ChunkGrader:
         self._plans = plans
 
     async def grade(self, chunk: Sequence[Evidence | str]) -> ChunkResult:
-        registry, params = self._loaded.registry, self._loaded.params
+        ctx = self._ctx
         graded: list[Graded] = []
         statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
         attempts = [
@@ -147,14 +153,11 @@ class _ChunkGrader:
             for evidence, plan in zip(attempts, plans, strict=True)
             for index in plan.chunked
         )
-        registry.prepare(chunked, self._ctx)
+        self._loaded.registry.prepare(chunked, ctx)
         for evidence, plan in zip(attempts, plans, strict=True):
             case = plan.case
             verdicts = [
-                await registry.evaluate(
-                    case.criteria[index], case, evidence, self._ctx, params.get((case.id, index))
-                )
-                for index in plan.chunked
+                await plan.bound[index].evaluate(case, evidence, ctx) for index in plan.chunked
             ]
             if plan.here:
                 graded.append(tuple(verdicts))
@@ -191,7 +194,7 @@ class _Grading:
         self.loaded = loaded
         self.ctx = ctx
         pure = _pure_kinds(loaded.registry, ctx)
-        self.plans = {case.id: _plan(case, pure) for case in loaded.cases()}
+        self.plans = {case.id: _plan(loaded, case, pure) for case in loaded.cases()}
         self.grader = _ChunkGrader(loaded, replace(ctx, judge=None), self.plans)
         self.out = out
         self.total = total
@@ -319,16 +322,7 @@ class _Grading:
             case = plan.case
             async with self.limit:
                 return await asyncio.gather(
-                    *(
-                        self.loaded.registry.evaluate(
-                            case.criteria[index],
-                            case,
-                            evidence,
-                            self.ctx,
-                            self.loaded.params.get((case.id, index)),
-                        )
-                        for index in plan.here
-                    )
+                    *(plan.bound[index].evaluate(case, evidence, self.ctx) for index in plan.here)
                 )
 
         task = asyncio.ensure_future(grade())

@@ -417,3 +417,24 @@ def test_prepare_gives_each_kind_with_the_trait_the_evidence_it_will_grade() -> 
     assert KIND.prepare is None
     decorated = criterion("custom.c", Params, prepare=noting("c"))(remember)
     assert decorated.prepare is not None
+
+
+def test_a_bound_criterion_grades_many_attempts_as_evaluate_does() -> None:
+    """`bind` looks the kind up and checks the parameters once; each evaluation gives the
+    verdict of `evaluate`, with the spec's kind, weight, gate and the kind's version, and
+    parameters that do not validate give an error verdict every time."""
+    registry = CriterionRegistry([COUNTED])
+    spec = CriterionSpec(kind="custom.counted", weight=2.0, gate=True)
+    bound = registry.bind(spec)
+    ctx = CriterionContext()
+    for reply in ["een", "twee"]:
+        evidence = make_evidence(reply)
+        verdict = asyncio.run(bound.evaluate(make_case(), evidence, ctx))
+        assert verdict == asyncio.run(registry.evaluate(spec, make_case(), evidence, ctx))
+        assert (verdict.kind, verdict.weight, verdict.gate) == ("custom.counted", 2.0, True)
+    refused = registry.bind(CriterionSpec(kind="custom.counted", params={"unknown": 1}))
+    for _ in range(2):
+        verdict = asyncio.run(refused.evaluate(make_case(), make_evidence(), ctx))
+        assert verdict.status == "error" and "unknown" in verdict.detail
+    with pytest.raises(UnknownCriterionError):
+        registry.bind(CriterionSpec(kind="custom.countd"))
