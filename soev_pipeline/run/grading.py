@@ -119,6 +119,23 @@ def _plan(loaded: LoadedProject, case: Case, pure: frozenset[str]) -> _Plan:
     return _Plan(case, bound, chunked, here)
 
 
+class GradedLine(str):
+    """A line of `verdicts.jsonl` that carries the graded attempt it encodes.
+
+    Grading in this process hands it to `written` as it is written, so that the report's
+    fold (`report.ReportFold.add_line`) takes the attempt as it is instead of reading the
+    line back into models. A line from a worker process is plain text, read as such: a
+    pickled attempt costs more to send than its line costs to read.
+    """
+
+    attempt: GradedAttempt
+
+    def __new__(cls, attempt: GradedAttempt) -> GradedLine:
+        line = super().__new__(cls, attempt.model_dump_json())
+        line.attempt = attempt
+        return line
+
+
 Graded = str | tuple[Verdict, ...]
 """What a chunk gives for an attempt: its finished verdicts line, or, when the case also
 has criteria graded here, the verdicts of its chunked criteria."""
@@ -140,9 +157,13 @@ class _ChunkGrader:
         self._plans = plans
 
     async def grade(self, chunk: Sequence[Evidence | str]) -> ChunkResult:
+        """Grade `chunk`; each finished attempt comes back as its line: a `GradedLine` for
+        evidence given as models (graded in this process), plain text for evidence given
+        as JSON text (a worker's chunk, whose lines go back through a pipe)."""
         ctx = self._ctx
         graded: list[Graded] = []
         statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
+        local = all(isinstance(item, Evidence) for item in chunk)
         attempts = [
             item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
             for item in chunk
@@ -162,7 +183,8 @@ class _ChunkGrader:
             if plan.here:
                 graded.append(tuple(verdicts))
                 continue
-            graded.append(_graded(self._loaded, case, evidence, verdicts).model_dump_json())
+            attempt = _graded(self._loaded, case, evidence, verdicts)
+            graded.append(GradedLine(attempt) if local else attempt.model_dump_json())
             for verdict in verdicts:
                 statuses[verdict.status] += 1
         return graded, statuses
@@ -342,10 +364,12 @@ class _Grading:
                 by_index = dict(zip(plan.chunked, item, strict=True))
                 by_index.update(zip(plan.here, await here, strict=True))
                 verdicts = [by_index[index] for index in range(len(plan.case.criteria))]
-                line = _graded(self.loaded, plan.case, evidence, verdicts).model_dump_json()
+                line = GradedLine(_graded(self.loaded, plan.case, evidence, verdicts))
                 for verdict in verdicts:
                     self.statuses[verdict.status] += 1
-            line = redact(line)
+            redacted = redact(str(line))
+            if redacted != line:  # a secret in it: the attempt no longer says what the line does
+                line = redacted
             self.out.write(line + "\n")
             if self.written is not None:
                 self.written(line)

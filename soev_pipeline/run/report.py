@@ -27,7 +27,7 @@ from .archive import (
     write_json_atomically,
 )
 from .compare import compare_rates
-from .grading import iter_graded
+from .grading import GradedLine, iter_graded
 from .manifest import Manifest
 from .plan import group_drop
 from .results import (
@@ -165,8 +165,12 @@ class ReportFold:
         )
 
     def add_line(self, line: str) -> None:
-        """Fold in a line of `verdicts.jsonl`, as it is written."""
-        self.add(GradedAttempt.model_validate_json(line))
+        """Fold in a line of `verdicts.jsonl`, as it is written: the attempt of a
+        `GradedLine` as it is, any other line read into one."""
+        if isinstance(line, GradedLine):
+            self.add(line.attempt)
+        else:
+            self.add(GradedAttempt.model_validate_json(line))
 
     def report(
         self,

@@ -20,14 +20,18 @@ import yaml
 from soev_pipeline.core import Evidence, Turn, Usage
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.core.secrets import forget_secrets, register_secret
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import LoadedProject, load
 from soev_pipeline.run import GradingSummary, grade_evidence
 from soev_pipeline.run import grading as grading_module
 from soev_pipeline.run.archive import VERDICTS, RunArchive
+from soev_pipeline.run.grading import GradedLine
 from soev_pipeline.run.manifest import build_manifest
 from soev_pipeline.run.pool import GradingWorkerError, WorkerPool, workers_setting
+from soev_pipeline.run.report import ReportFold
+from soev_pipeline.run.results import GradedAttempt
 from soev_pipeline.run.service import grade
 from tests.support.builders import ScriptedJudge, label
 
@@ -369,3 +373,35 @@ def test_a_rescore_lets_go_of_the_corpus_indexes_and_grades_the_same_again(
         assert corpus._cache == {}  # the indexes went with the grading
         scorings.append((scoring.path / VERDICTS).read_bytes())
     assert scorings[0] == scorings[1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_line_graded_here_carries_its_attempt_and_a_redacted_one_does_not(
+    loaded: LoadedProject, tmp_path: Path, workers: int
+) -> None:
+    """Each line is given to `written` as written; one graded in this process is a
+    `GradedLine`, whose attempt is what the line reads as (the report's fold takes it
+    without reading the line), one from a worker plain text. A line that a secret was
+    redacted from is plain text too: its attempt still holds the secret."""
+    written: list[str] = []
+    register_secret("termijn")
+    try:
+        _grade(loaded, _evidence(120), tmp_path / "s", workers=workers, written=written.append)
+    finally:
+        forget_secrets()
+    assert "\n".join(written) + "\n" == (tmp_path / "s" / VERDICTS).read_text()
+    carried = [line for line in written if isinstance(line, GradedLine)]
+    redacted = [line for line in written if "[redacted]" in line]
+    assert redacted and not any(isinstance(line, GradedLine) for line in redacted)
+    assert "termijn" not in "".join(written)
+    if workers == 1:
+        assert len(carried) == len(written) - len(redacted)
+    else:  # those graded here first, and those of a case with a criterion graded here
+        assert 0 < len(carried) < len(written) - len(redacted)
+    for line in carried:
+        assert line.attempt == GradedAttempt.model_validate_json(line)
+    folded, read = ReportFold(), ReportFold()
+    for line in written:
+        folded.add_line(line)
+        read.add_line(str(line))
+    assert folded._rows == read._rows and folded._criteria == read._criteria
