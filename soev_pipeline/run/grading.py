@@ -41,7 +41,7 @@ from soev_pipeline.project import LoadedProject
 
 from .archive import SCORING, VERDICTS, naming, write_json_atomically
 from .pool import WorkerPool, auto_workers, workers_setting
-from .results import GradedAttempt, GradingSummary
+from .results import Folded, GradedAttempt, GradingSummary
 from .scoring import score_attempt
 
 Progress = Callable[[int, int], None]
@@ -120,20 +120,28 @@ def _plan(loaded: LoadedProject, case: Case, pure: frozenset[str]) -> _Plan:
 
 
 class GradedLine(str):
-    """A line of `verdicts.jsonl` that carries the graded attempt it encodes.
+    """A line of `verdicts.jsonl` that carries what the report keeps of its attempt.
 
-    Grading in this process hands it to `written` as it is written, so that the report's
-    fold (`report.ReportFold.add_line`) takes the attempt as it is instead of reading the
-    line back into models. A line from a worker process is plain text, read as such: a
-    pickled attempt costs more to send than its line costs to read.
+    Grading hands it to `written` as it is written, so that the report's fold
+    (`report.ReportFold.add_line`) takes `folded` instead of reading the line back into
+    models, which cost as much as grading a few cheap criteria. A worker process sends its
+    lines back as these too (`Folded` is plain tuples, quick to pickle).
     """
 
-    attempt: GradedAttempt
+    folded: Folded
 
-    def __new__(cls, attempt: GradedAttempt) -> GradedLine:
-        line = super().__new__(cls, attempt.model_dump_json())
-        line.attempt = attempt
-        return line
+    def __new__(cls, line: str, folded: Folded) -> GradedLine:
+        made = super().__new__(cls, line)
+        made.folded = folded
+        return made
+
+    @classmethod
+    def of(cls, attempt: GradedAttempt) -> GradedLine:
+        """The line of `attempt`."""
+        return cls(attempt.model_dump_json(), Folded.of(attempt))
+
+    def __reduce__(self) -> tuple[type[GradedLine], tuple[str, Folded]]:
+        return GradedLine, (str(self), self.folded)
 
 
 Graded = str | tuple[Verdict, ...]
@@ -157,13 +165,9 @@ class _ChunkGrader:
         self._plans = plans
 
     async def grade(self, chunk: Sequence[Evidence | str]) -> ChunkResult:
-        """Grade `chunk`; each finished attempt comes back as its line: a `GradedLine` for
-        evidence given as models (graded in this process), plain text for evidence given
-        as JSON text (a worker's chunk, whose lines go back through a pipe)."""
         ctx = self._ctx
         graded: list[Graded] = []
         statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
-        local = all(isinstance(item, Evidence) for item in chunk)
         attempts = [
             item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
             for item in chunk
@@ -183,8 +187,7 @@ class _ChunkGrader:
             if plan.here:
                 graded.append(tuple(verdicts))
                 continue
-            attempt = _graded(self._loaded, case, evidence, verdicts)
-            graded.append(GradedLine(attempt) if local else attempt.model_dump_json())
+            graded.append(GradedLine.of(_graded(self._loaded, case, evidence, verdicts)))
             for verdict in verdicts:
                 statuses[verdict.status] += 1
         return graded, statuses
@@ -364,7 +367,7 @@ class _Grading:
                 by_index = dict(zip(plan.chunked, item, strict=True))
                 by_index.update(zip(plan.here, await here, strict=True))
                 verdicts = [by_index[index] for index in range(len(plan.case.criteria))]
-                line = GradedLine(_graded(self.loaded, plan.case, evidence, verdicts))
+                line = GradedLine.of(_graded(self.loaded, plan.case, evidence, verdicts))
                 for verdict in verdicts:
                     self.statuses[verdict.status] += 1
             redacted = redact(str(line))

@@ -7,6 +7,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from collections.abc import Callable, Coroutine
@@ -31,7 +32,7 @@ from soev_pipeline.run.grading import GradedLine
 from soev_pipeline.run.manifest import build_manifest
 from soev_pipeline.run.pool import GradingWorkerError, WorkerPool, workers_setting
 from soev_pipeline.run.report import ReportFold
-from soev_pipeline.run.results import GradedAttempt
+from soev_pipeline.run.results import Folded, GradedAttempt
 from soev_pipeline.run.service import grade
 from tests.support.builders import ScriptedJudge, label
 
@@ -376,13 +377,13 @@ def test_a_rescore_lets_go_of_the_corpus_indexes_and_grades_the_same_again(
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_line_graded_here_carries_its_attempt_and_a_redacted_one_does_not(
+def test_a_line_carries_what_the_report_keeps_unless_a_secret_was_redacted(
     loaded: LoadedProject, tmp_path: Path, workers: int
 ) -> None:
-    """Each line is given to `written` as written; one graded in this process is a
-    `GradedLine`, whose attempt is what the line reads as (the report's fold takes it
-    without reading the line), one from a worker plain text. A line that a secret was
-    redacted from is plain text too: its attempt still holds the secret."""
+    """Each line is given to `written` as written: a `GradedLine`, from this process or a
+    worker, that carries what the report keeps of the attempt the line reads as (the
+    report's fold takes it without reading the line). A line that a secret was redacted
+    from is plain text: what it carried still held the secret."""
     written: list[str] = []
     register_secret("termijn")
     try:
@@ -394,12 +395,10 @@ def test_a_line_graded_here_carries_its_attempt_and_a_redacted_one_does_not(
     redacted = [line for line in written if "[redacted]" in line]
     assert redacted and not any(isinstance(line, GradedLine) for line in redacted)
     assert "termijn" not in "".join(written)
-    if workers == 1:
-        assert len(carried) == len(written) - len(redacted)
-    else:  # those graded here first, and those of a case with a criterion graded here
-        assert 0 < len(carried) < len(written) - len(redacted)
+    assert len(carried) == len(written) - len(redacted)
     for line in carried:
-        assert line.attempt == GradedAttempt.model_validate_json(line)
+        assert line.folded == Folded.of(GradedAttempt.model_validate_json(line))
+    assert pickle.loads(pickle.dumps(carried[0])).folded == carried[0].folded
     folded, read = ReportFold(), ReportFold()
     for line in written:
         folded.add_line(line)
