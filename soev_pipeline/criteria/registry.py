@@ -278,7 +278,13 @@ class BoundCriterion:
         if recording is not None:
             ctx = _with_judge(ctx, recording)
         try:
-            verdict = await self._grade(case, evidence, ctx)
+            if self._refused is not None:
+                raise self._refused
+            assert self._params is not None
+            if self._trusted:
+                verdict = await self._kind.evaluator(case, evidence, params=self._params, ctx=ctx)
+            else:
+                verdict = await self._kind.evaluate(case, evidence, params=self._params, ctx=ctx)
             if not isinstance(verdict, Verdict):
                 verdict = error(f"criterion returned {type(verdict).__name__}, not a Verdict")
         except Exception as exc:
@@ -296,16 +302,6 @@ class BoundCriterion:
                 "rubric_sha": verdict.rubric_sha or recording.rubric_sha,
             },
         )
-
-    async def _grade(self, case: Case, evidence: Evidence, ctx: CriterionContext) -> Verdict:
-        if self._refused is not None:
-            raise self._refused
-        params = self._params
-        assert params is not None
-        if self._trusted:
-            verdict: Verdict = await self._kind.evaluator(case, evidence, params=params, ctx=ctx)
-            return verdict
-        return await self._kind.evaluate(case, evidence, params=params, ctx=ctx)
 
 
 def _with_judge(ctx: CriterionContext, judge: Judge) -> CriterionContext:
