@@ -81,6 +81,7 @@ class CriterionRegistry:
     def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
         self._kinds: dict[str, Builtin[Any]] = {}
         self._validated: dict[int, tuple[BaseModel, Builtin[Any], tuple[Any, ...]]] = {}
+        self._fields: dict[tuple[str, float, bool], dict[str, Any]] = {}
         for kind in kinds:
             self.register(kind)
 
@@ -242,8 +243,12 @@ class CriterionRegistry:
                 refused, trusted = exc, False
         else:
             trusted = self._trusts(kind, params)
-        fields = {"kind": spec.kind, "weight": spec.weight, "gate": spec.gate}
-        return BoundCriterion(kind, params, trusted, refused, {**fields, "version": kind.version})
+        key = (spec.kind, spec.weight, spec.gate)
+        fields = self._fields.get(key)
+        if fields is None:  # one dict for the many criteria of a suite that share them
+            fields = {"kind": spec.kind, "weight": spec.weight, "gate": spec.gate}
+            fields = self._fields[key] = {**fields, "version": kind.version}
+        return BoundCriterion(kind, params, trusted, refused, fields)
 
 
 class BoundCriterion:

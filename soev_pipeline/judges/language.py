@@ -16,11 +16,14 @@ Grading asks for the language of every sentence of every reply, so the detector'
 most of the time of `reply.language`. A detector scores texts itself from the model's
 arrays, in the steps of py3langid's `LanguageIdentifier.rank` with the same arithmetic in
 the same order, but without what `rank` does on top (a sorted list of every label), and
-without walking the bytes one by one in Python: it finds the model's features in all the
-sentences of a reply at once with numpy (`_Scorer`), then scores each sentence as `rank`
-does. A test compares its scores with py3langid's, bit for bit, and its features with the
-byte walk's. The answer for a text is remembered, for the sentences that recur across the
-attempts of a case.
+without walking the bytes one by one in Python: it finds and counts the model's features
+in all the texts of a call at once with numpy (`_Scorer`), then scores them all at once,
+each step element by element or along a text's row as `rank` does on one text, and only
+the product of a text's features with the model's weights one text at a time. Grading asks
+for every sentence of a chunk of replies in one call (`reply.language` prepares the
+chunk), so numpy is called per chunk, not per sentence. A test compares its scores with
+py3langid's, bit for bit, and its features with the byte walk's. The answer for a text is
+remembered, for the sentences that recur across the attempts of a case.
 """
 
 from __future__ import annotations

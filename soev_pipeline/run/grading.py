@@ -371,7 +371,7 @@ class _Grading:
                 for verdict in verdicts:
                     self.statuses[verdict.status] += 1
             redacted = redact(str(line))
-            if redacted != line:  # a secret in it: the attempt no longer says what the line does
+            if redacted != line:  # a secret in it: what the line carried holds the secret
                 line = redacted
             self.out.write(line + "\n")
             if self.written is not None:
