@@ -96,7 +96,7 @@ Answer = str | LanguageDetectionError
 
 class _Detected:
     """The countable sentences of the replies of a chunk of attempts, and the detector's
-    answers for them, found for all of them at once (`_detect_chunk`) before each reply is
+    answers for them, found for all of them at once (`prepare`) before each reply is
     graded: one call of the detector for the chunk costs less than one for each reply.
 
     It holds the last chunk only, for the detector that answered: a reply that is not in
