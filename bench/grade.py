@@ -328,8 +328,12 @@ def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> st
     return "\n".join(lines) + "\n"
 
 
-def kinds(folder: Path, count: int) -> None:
-    """Grade the first `count` attempts here, a kind at a time, and print seconds per kind."""
+def kinds(folder: Path, count: int, chunk: int = 100) -> None:
+    """Grade the first `count` attempts here, a kind at a time, and print seconds per kind.
+
+    As grading does, the attempts go in chunks of `chunk`: a kind with a `prepare` step
+    (`reply.language`) first prepares the whole chunk, and that time counts as the kind's.
+    """
     from soev_pipeline.core.ports import CriterionContext
     from soev_pipeline.judges import LangidDetector
     from soev_pipeline.project import load
@@ -337,25 +341,45 @@ def kinds(folder: Path, count: int) -> None:
 
     loaded = load(folder / "project.yaml")
     _warm(loaded)
+    registry = loaded.registry
     cases = {case.id: case for case in loaded.cases()}
+    bound = {
+        case.id: [
+            registry.bind(spec, loaded.params.get((case.id, index)))
+            for index, spec in enumerate(case.criteria)
+        ]
+        for case in cases.values()
+    }
     evidence = list(islice(RunArchive(folder / "runs", RUN_ID).iter_evidence(), count))
+    detector = LangidDetector()
+    detector.detect("Het model wordt hier geladen, niet in de eerste meting.")
     ctx = CriterionContext(
-        messages=loaded.context.messages,
-        corpus=loaded.context.corpus,
-        language_detector=LangidDetector(),
+        messages=loaded.context.messages, corpus=loaded.context.corpus, language_detector=detector
     )
+    prepared = {name for name in registry if registry.get(name).prepare is not None}
     seconds: dict[str, float] = defaultdict(float)
     statuses: dict[str, Counter[str]] = defaultdict(Counter)
 
     async def grade() -> None:
-        for item in evidence:
-            case = cases[item.case_id]
-            for index, spec in enumerate(case.criteria):
-                params = loaded.params.get((case.id, index))
+        for start in range(0, len(evidence), chunk):
+            items = evidence[start : start + chunk]
+            for name in prepared:
+                pairs = [
+                    (spec, item)
+                    for item in items
+                    for spec in cases[item.case_id].criteria
+                    if spec.kind == name
+                ]
                 began = time.perf_counter()
-                verdict = await loaded.registry.evaluate(spec, case, item, ctx, params)
-                seconds[spec.kind] += time.perf_counter() - began
-                statuses[spec.kind][verdict.status] += 1
+                registry.prepare(pairs, ctx)
+                seconds[name] += time.perf_counter() - began
+            for item in items:
+                case = cases[item.case_id]
+                for spec, criterion in zip(case.criteria, bound[case.id], strict=True):
+                    began = time.perf_counter()
+                    verdict = await criterion.evaluate(case, item, ctx)
+                    seconds[spec.kind] += time.perf_counter() - began
+                    statuses[spec.kind][verdict.status] += 1
 
     asyncio.run(grade())
     total = sum(seconds.values())
@@ -369,9 +393,11 @@ def kinds(folder: Path, count: int) -> None:
 PHASES = [
     ("read evidence (archive lines to models)", "soev_pipeline/run/archive.py", "iter_attempts"),
     ("grade the chunked kinds", "soev_pipeline/run/grading.py", "grade"),
+    ("  prepare a chunk (kinds' shared work)", "soev_pipeline/criteria/registry.py", "prepare"),
+    ("    detect languages", "soev_pipeline/judges/language.py", "detect_many"),
     ("  evaluate the criteria (registry)", "soev_pipeline/criteria/registry.py", "evaluate"),
-    ("  detect languages", "soev_pipeline/judges/language.py", "detect_many"),
     ("write verdicts lines", "soev_pipeline/run/grading.py", "_write"),
+    ("  fold them into the report", "soev_pipeline/run/report.py", "add_line"),
 ]
 """Functions whose cumulative time stands for a phase of grading: (label, file, name)."""
 

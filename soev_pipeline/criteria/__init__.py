@@ -2,11 +2,12 @@
 
 from .builtins import builtin_registry
 from .kind import NEEDS, Builtin, CriterionKind, Evaluator, Need, NoParams, criterion
-from .registry import CriterionRegistry
+from .registry import BoundCriterion, CriterionRegistry
 from .verdicts import error, judge_label, not_applicable, outcome
 
 __all__ = [
     "NEEDS",
+    "BoundCriterion",
     "Builtin",
     "CriterionKind",
     "CriterionRegistry",

@@ -32,6 +32,10 @@ class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Prepare = Callable[[Sequence[Evidence], CriterionContext], None]
+"""Work a kind does once for many attempts, before each is evaluated (see `Builtin`)."""
+
+
 class Evaluator(Protocol[P_contra]):
     """The async function that grades the evidence of one attempt for a `Builtin` kind."""
 
@@ -82,6 +86,12 @@ class Builtin(Generic[P]):
     - `files`: a function that names the project files a criterion of the kind reads, from
       its parameters (paths relative to project.yaml, such as a rubric). The loader reads
       them once, into `CriterionContext.rubrics`; None for a kind that reads none.
+    - `prepare`: a function that does, for the evidence of many attempts at once, work
+      that the evaluator would otherwise do for each alone and that costs less done
+      together (`reply.language` asks the detector for the sentences of every reply at
+      once). Grading calls it a chunk of attempts at a time (`CriterionRegistry.prepare`).
+      It only saves time: the evaluator gives the same verdict without it, and a failure
+      in it is left for the evaluator to report. None for a kind that has nothing to share.
 
     Raises:
         ValueError: `needs` names a service that does not exist, `example` names another
@@ -99,6 +109,7 @@ class Builtin(Generic[P]):
     example: Mapping[str, Any] = field(default_factory=dict, hash=False)
     labels: tuple[str, ...] | Callable[[P], Sequence[str]] = ()
     files: Callable[[P], Sequence[str]] | None = None
+    prepare: Prepare | None = None
 
     def __post_init__(self) -> None:
         needs = frozenset(self.needs)
@@ -164,6 +175,7 @@ def criterion(
     example: Mapping[str, Any] | None = None,
     labels: tuple[str, ...] | Callable[[P], Sequence[str]] = (),
     files: Callable[[P], Sequence[str]] | None = None,
+    prepare: Prepare | None = None,
 ) -> Callable[[Evaluator[P]], Builtin[P]]:
     """Make the decorated evaluator a `Builtin` kind with these traits (see `Builtin`).
 
@@ -186,6 +198,7 @@ def criterion(
             example=dict(example or {}),
             labels=labels,
             files=files,
+            prepare=prepare,
         )
 
     return make

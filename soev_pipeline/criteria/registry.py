@@ -20,7 +20,7 @@ from soev_pipeline.core.models import Case, CriterionSpec, Evidence, Verdict
 from soev_pipeline.core.ports import CriterionContext, Judge, JudgeRequest, JudgeResult
 
 from .kind import Builtin, CriterionKind, Need, described
-from .verdicts import error
+from .verdicts import completed, error
 
 
 class _RecordingJudge:
@@ -81,6 +81,7 @@ class CriterionRegistry:
     def __init__(self, kinds: Iterable[CriterionKind] = ()) -> None:
         self._kinds: dict[str, Builtin[Any]] = {}
         self._validated: dict[int, tuple[BaseModel, Builtin[Any], tuple[Any, ...]]] = {}
+        self._fields: dict[tuple[str, float, bool], dict[str, Any]] = {}
         for kind in kinds:
             self.register(kind)
 
@@ -139,6 +140,28 @@ class CriterionRegistry:
         crossing: set[Need] = {"corpus", "language_detector"} if detector_forks else {"corpus"}
         return frozenset(name for name, kind in self._kinds.items() if kind.needs <= crossing)
 
+    def prepare(
+        self, attempts: Iterable[tuple[CriterionSpec, Evidence]], ctx: CriterionContext
+    ) -> None:
+        """Let each kind with a `prepare` trait do at once, for the evidence it will grade
+        of these (criterion, evidence) pairs, what its evaluator would do for each alone.
+
+        Only a saving of time: a kind's failure here is passed over, since its evaluator
+        does the work again and reports what goes wrong as an error verdict.
+        """
+        grouped: dict[str, list[Evidence]] = {}
+        for spec, evidence in attempts:
+            kind = self._kinds.get(spec.kind)
+            if kind is not None and kind.prepare is not None:
+                grouped.setdefault(spec.kind, []).append(evidence)
+        for name, items in grouped.items():
+            prepare = self._kinds[name].prepare
+            assert prepare is not None
+            try:
+                prepare(items, ctx)
+            except Exception:  # the evaluator reports it (see above)
+                continue
+
     def validate(self, spec: CriterionSpec) -> BaseModel:
         """Validate the parameters of `spec` against its kind's parameter model.
 
@@ -190,61 +213,100 @@ class CriterionRegistry:
         ctx: CriterionContext,
         params: BaseModel | None = None,
     ) -> Verdict:
-        """Grade `evidence` with `spec` and return the verdict with kind, weight and gate.
+        """Grade `evidence` with `spec` and return the verdict with kind, weight and gate:
+        `bind(spec, params).evaluate(case, evidence, ctx)` (see `BoundCriterion`).
+
+        Raises:
+            UnknownCriterionError: the registry has no kind `spec.kind`.
+        """
+        return await self.bind(spec, params).evaluate(case, evidence, ctx)
+
+    def bind(self, spec: CriterionSpec, params: BaseModel | None = None) -> BoundCriterion:
+        """`spec` ready to grade many attempts: its kind looked up, its parameters checked
+        and the fields the registry adds to each verdict made, once.
+
+        `params` are the parameters of `spec` as the caller validated them (None: validate
+        them here). The kind's evaluator gets them as they are when this registry's
+        `validate` made them and no field has changed since; other parameters go through
+        the kind's `evaluate`, which validates them again on each call. Parameters that do
+        not validate give every attempt a verdict with the status error.
+
+        Raises:
+            UnknownCriterionError: the registry has no kind `spec.kind`.
+        """
+        kind = self.get(spec.kind)
+        refused: Exception | None = None
+        if params is None:
+            try:
+                params, trusted = self._params(kind, spec), True
+            except CriterionParamsError as exc:
+                refused, trusted = exc, False
+        else:
+            trusted = self._trusts(kind, params)
+        key = (spec.kind, spec.weight, spec.gate)
+        fields = self._fields.get(key)
+        if fields is None:  # one dict for the many criteria of a suite that share them
+            fields = {"kind": spec.kind, "weight": spec.weight, "gate": spec.gate}
+            fields = self._fields[key] = {**fields, "version": kind.version}
+        return BoundCriterion(kind, params, trusted, refused, fields)
+
+
+class BoundCriterion:
+    """A criterion of a case with its kind and parameters, as `CriterionRegistry.bind`
+    makes it: grading binds each criterion once and evaluates it for every attempt."""
+
+    __slots__ = ("_fields", "_kind", "_params", "_refused", "_trusted")
+
+    def __init__(
+        self,
+        kind: Builtin[Any],
+        params: BaseModel | None,
+        trusted: bool,
+        refused: Exception | None,
+        fields: dict[str, Any],
+    ) -> None:
+        self._kind = kind
+        self._params = params
+        self._trusted = trusted
+        self._refused = refused
+        self._fields = fields
+
+    async def evaluate(self, case: Case, evidence: Evidence, ctx: CriterionContext) -> Verdict:
+        """Grade `evidence` and return the verdict with kind, weight, gate and version.
 
         An evaluator that raises gives a verdict with the status error instead, so one
         case never stops a run; the exception is the judge's own when it is not a
         `JudgeError` (a bug in a judge adapter): that one stops the run, as the judge's
         contract says.
-
-        `params` are the parameters of `spec` as the caller validated them (None: validate
-        them here). The kind's evaluator gets them as they are when this registry's
-        `validate` made them and no field has changed since; other parameters go through
-        the kind's `evaluate`, which validates them again.
         """
-        kind = self.get(spec.kind)
         recording = _RecordingJudge(ctx.judge) if ctx.judge is not None else None
         if recording is not None:
             ctx = _with_judge(ctx, recording)
         try:
-            verdict = await self._grade(kind, spec, case, evidence, ctx, params)
+            if self._refused is not None:
+                raise self._refused
+            assert self._params is not None
+            if self._trusted:
+                verdict = await self._kind.evaluator(case, evidence, params=self._params, ctx=ctx)
+            else:
+                verdict = await self._kind.evaluate(case, evidence, params=self._params, ctx=ctx)
             if not isinstance(verdict, Verdict):
                 verdict = error(f"criterion returned {type(verdict).__name__}, not a Verdict")
         except Exception as exc:
             if recording is not None and recording.crashed is not None:
                 raise recording.crashed from None
             verdict = error(f"criterion raised {type(exc).__name__}: {exc}")
-        update: dict[str, Any] = {
-            "kind": spec.kind,
-            "weight": spec.weight,
-            "gate": spec.gate,
-            "version": kind.version,
-        }
-        if recording is not None:
-            update |= {
+        if recording is None:
+            return completed(verdict, self._fields)
+        return completed(
+            verdict,
+            {
+                **self._fields,
                 "judge_model": verdict.judge_model or recording.model,
                 "prompt_sha": verdict.prompt_sha or recording.prompt_sha,
                 "rubric_sha": verdict.rubric_sha or recording.rubric_sha,
-            }
-        return verdict.model_copy(update=update)
-
-    async def _grade(
-        self,
-        kind: Builtin[Any],
-        spec: CriterionSpec,
-        case: Case,
-        evidence: Evidence,
-        ctx: CriterionContext,
-        params: BaseModel | None,
-    ) -> Verdict:
-        if params is None:
-            params, trusted = self._params(kind, spec), True
-        else:
-            trusted = self._trusts(kind, params)
-        if trusted:
-            verdict: Verdict = await kind.evaluator(case, evidence, params=params, ctx=ctx)
-            return verdict
-        return await kind.evaluate(case, evidence, params=params, ctx=ctx)
+            },
+        )
 
 
 def _with_judge(ctx: CriterionContext, judge: Judge) -> CriterionContext:

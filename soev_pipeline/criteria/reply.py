@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import cast
 
 from pydantic import Field, field_validator
@@ -89,12 +90,72 @@ class MaxLengthParams(FrozenModel):
     max: int = Field(ge=0)
 
 
+Answer = str | LanguageDetectionError
+"""What the detector says of a sentence: its language, or why it cannot tell."""
+
+
+class _Detected:
+    """The countable sentences of the replies of a chunk of attempts, and the detector's
+    answers for them, found for all of them at once (`prepare`) before each reply is
+    graded: one call of the detector for the chunk costs less than one for each reply.
+
+    It holds the last chunk only, for the detector that answered: a reply that is not in
+    it, or a criterion graded with another detector, is detected on its own.
+    """
+
+    def __init__(self) -> None:
+        self.detector: LanguageDetector | None = None
+        self.replies: dict[str, tuple[list[str], int, list[Answer]]] = {}
+
+    def found(self, detector: LanguageDetector, reply: str) -> tuple[list[str], int, list[Answer]]:
+        """The countable sentences of `reply`, how many others it has, and the answers."""
+        known = self.replies.get(reply) if detector is self.detector else None
+        if known is not None:
+            return known
+        sentences, skipped = _countable(reply)
+        return sentences, skipped, _detect(detector, sentences)
+
+    def prepare(self, evidence: Sequence[Evidence], ctx: CriterionContext) -> None:
+        """Split the replies of `evidence` and detect all their sentences in one call."""
+        self.detector, self.replies = None, {}
+        detector = ctx.language_detector
+        if detector is None or not _capabilities(detector)[1]:
+            return
+        split = {item.reply: _countable(item.reply) for item in evidence if item.reply is not None}
+        sentences = list(dict.fromkeys(s for found, _ in split.values() for s in found))
+        answers = dict(zip(sentences, _detect(detector, sentences), strict=True))
+        self.replies = {
+            reply: (found, skipped, [answers[sentence] for sentence in found])
+            for reply, (found, skipped) in split.items()
+        }
+        self.detector = detector
+
+
+_DETECTED = _Detected()
+
+
+def _countable(reply: str) -> tuple[list[str], int]:
+    """The sentences of `reply` with enough words to tell a language, and how many have not."""
+    split = split_sentences(reply)
+    sentences = [
+        sentence for sentence in split if len(letter_words(sentence, MIN_WORDS)) == MIN_WORDS
+    ]
+    return sentences, len(split) - len(sentences)
+
+
+def _detect(detector: LanguageDetector, sentences: list[str]) -> list[Answer]:
+    if _capabilities(detector)[1]:
+        return cast(DetectsMany, detector).detect_many(sentences)
+    return [_answer(detector, sentence) for sentence in sentences]
+
+
 @criterion(
     "reply.language",
     LanguageParams,
     needs={"language_detector"},
     summary="at least `min_share` of the reply's detectable sentences are in `language`",
     example={"kind": "reply.language", "language": "nl", "min_share": 0.9},
+    prepare=_DETECTED.prepare,
 )
 async def language(
     case: Case, evidence: Evidence, *, params: LanguageParams, ctx: CriterionContext
@@ -109,19 +170,12 @@ async def language(
     detector = ctx.language_detector
     if detector is None:
         return error("no language detector is configured")
-    knows, many = _capabilities(detector)
-    if knows and params.language not in cast(KnowsLanguages, detector).languages:
+    if (
+        _capabilities(detector)[0]
+        and params.language not in cast(KnowsLanguages, detector).languages
+    ):
         return error(f"the language detector cannot detect {params.language!r}")
-    split = split_sentences(evidence.reply)
-    sentences = [
-        sentence for sentence in split if len(letter_words(sentence, MIN_WORDS)) == MIN_WORDS
-    ]
-    skipped = len(split) - len(sentences)
-    answers = (
-        cast(DetectsMany, detector).detect_many(sentences)
-        if many
-        else [_answer(detector, sentence) for sentence in sentences]
-    )
+    sentences, skipped, answers = _DETECTED.found(detector, evidence.reply)
     detected: list[tuple[str, str]] = []
     for sentence, answer in zip(sentences, answers, strict=True):
         if isinstance(answer, LanguageDetectionError):

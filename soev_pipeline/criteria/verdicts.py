@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import ValidationError
 
 from soev_pipeline.core.errors import JudgeError
@@ -19,6 +22,25 @@ def shorten(text: str, limit: int = DETAIL_CHARS) -> str:
     briefly: test cases are secret, and a detail should stay one short line.
     """
     return shorten_text(text, limit, flatten=True)
+
+
+def completed(verdict: Verdict, fields: Mapping[str, Any]) -> Verdict:
+    """`verdict` with `fields` replaced, as `verdict.model_copy(update=fields)` makes it.
+
+    Both `verdict` and `fields` hold valid values already, so nothing is validated; the
+    copy is made as pydantic's own `__copy__` makes one, without its look-up of private
+    attributes that a `Verdict` has not (an `AttributeError` raised and caught for every
+    verdict: the registry completes one for every criterion of every attempt). A subclass
+    of `Verdict`, which may have private attributes or extra fields, is copied by pydantic.
+    """
+    if type(verdict) is not Verdict:
+        return verdict.model_copy(update=fields)
+    copy = Verdict.__new__(Verdict)
+    object.__setattr__(copy, "__dict__", {**verdict.__dict__, **fields})
+    object.__setattr__(copy, "__pydantic_fields_set__", {*verdict.model_fields_set, *fields})
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
 
 
 def outcome(*, passed: bool, detail: str = "") -> Verdict:

@@ -16,20 +16,22 @@ Grading asks for the language of every sentence of every reply, so the detector'
 most of the time of `reply.language`. A detector scores texts itself from the model's
 arrays, in the steps of py3langid's `LanguageIdentifier.rank` with the same arithmetic in
 the same order, but without what `rank` does on top (a sorted list of every label), and
-without walking the bytes one by one in Python: it finds the model's features in all the
-sentences of a reply at once with numpy (`_Scorer`), then scores each sentence as `rank`
-does. A test compares its scores with py3langid's, bit for bit, and its features with the
-byte walk's. The answer for a text is remembered, for the sentences that recur across the
-attempts of a case.
+without walking the bytes one by one in Python: it finds and counts the model's features
+in all the texts of a call at once with numpy (`_Scorer`), then scores them all at once,
+each step element by element or along a text's row as `rank` does on one text, and only
+the product of a text's features with the model's weights one text at a time. Grading asks
+for every sentence of a chunk of replies in one call (`reply.language` prepares the
+chunk), so numpy is called per chunk, not per sentence. A test compares its scores with
+py3langid's, bit for bit, and its features with the byte walk's. The answer for a text is
+remembered, for the sentences that recur across the attempts of a case.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import math
+import itertools
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -243,6 +245,7 @@ class _Scorer:
                 self._aliases.append((first[label], index))
             else:
                 first[label] = index
+        self._feature_count = int(self._output.max()) + 1
         self._featureless = self._scores(b"")
 
     def best(self, texts: Sequence[str]) -> list[str | None]:
@@ -254,39 +257,52 @@ class _Scorer:
             )
             for text in texts
         ]
-        answers: list[str | None] = []
-        for scores in self._scores_many(encoded):
-            if self._np.array_equal(scores, self._featureless):
-                answers.append(None)
-            else:  # rank sorts the labels by score, stably: the first of the best comes first
-                answers.append(self._classes[int(scores.argmax())])
-        return answers
+        scores = self._scores_many(encoded)
+        featureless = (scores == self._featureless).all(axis=1).tolist()
+        # rank sorts the labels by score, stably: the first of the best comes first
+        best = scores.argmax(axis=1).tolist()
+        return [
+            None if none else self._classes[index]
+            for none, index in zip(featureless, best, strict=True)
+        ]
 
     def _scores(self, data: bytes) -> Any:
         """The scores of `LanguageIdentifier._decide` for one encoded text."""
         return self._scores_many([data])[0]
 
-    def _scores_many(self, datas: Sequence[bytes]) -> list[Any]:
+    def _scores_many(self, datas: Sequence[bytes]) -> Any:
+        """The scores of `_decide` for each text, a row each, every row the bits of `_decide`.
+
+        Everything but the one product of a text's feature weights with the model's rows is
+        done for all the texts at once: each step works element by element, or along a row,
+        as `_decide` does on a text alone.
+        """
         np = self._np
-        found = self._features(datas)
-        scores = []
-        for data, (idx, counts) in zip(datas, found, strict=True):
-            if len(idx):
-                each = np.log1p(counts) @ self._ptc[idx] + self._pc
-            else:
-                each = np.full(len(self._classes), 0.0, dtype=np.float32)
-            each *= 1.0 / math.sqrt(len(data) or 1)
-            np.exp(each - each.max(), out=each)
-            each /= each.sum()
-            for kept, dropped in self._aliases:
-                each[kept] += each[dropped]
-                each[dropped] = 0.0
-            scores.append(each)
+        features, counts, bounds = self._features(datas)
+        weights = np.log1p(counts)
+        scores = np.zeros((len(datas), len(self._classes)), dtype=np.float32)
+        ptc = self._ptc
+        edges = bounds.tolist()
+        for row, (begin, end) in enumerate(itertools.pairwise(edges)):
+            if begin < end:
+                scores[row] = weights[begin:end] @ ptc[features[begin:end]]
+        found = bounds[1:] > bounds[:-1]
+        scores[found] += self._pc
+        lengths = np.fromiter(map(len, datas), dtype=np.float64, count=len(datas))
+        scores *= (1.0 / np.sqrt(np.maximum(lengths, 1.0))).astype(np.float32)[:, None]
+        scores -= scores.max(axis=1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        for kept, dropped in self._aliases:
+            scores[:, kept] += scores[:, dropped]
+            scores[:, dropped] = 0.0
         return scores
 
-    def _features(self, datas: Sequence[bytes]) -> list[tuple[Any, Any]]:
-        """Per text, the model's features the byte walk meets, in the order it first meets
-        them, and how often it meets each (as float32, in fresh arrays as `rank` has them)."""
+    def _features(self, datas: Sequence[bytes]) -> tuple[Any, Any, Any]:
+        """The model's features the byte walk meets in each text, in the order it first
+        meets them, and how often it meets each (float32, as `rank` counts them): flat
+        arrays of features and counts, and `bounds`, where text i has those from
+        `bounds[i]` to `bounds[i + 1]`."""
         np = self._np
         reset = bytes([_RESET])
         # window i, joined[i : i + _DEPTH], ends with byte i of the texts joined by resets:
@@ -298,20 +314,19 @@ class _Scorer:
         for step in range(2, _DEPTH - 1):
             row = self._row_of[self._nextmove[row + joined[step : step + size]]]
         state = self._nextmove[row + joined[_DEPTH - 1 :]]
-        met: list[int] = self._output[state].tolist()
-        found = []
-        begin = 0
-        for data in datas:
-            counts = Counter(met[begin : begin + len(data)])
-            begin += len(data) + 1
-            counts.pop(-1, None)
-            found.append(
-                (
-                    np.fromiter(counts.keys(), dtype=np.intp, count=len(counts)),
-                    np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
-                )
-            )
-        return found
+        met = self._output[state]
+        at = np.flatnonzero(met >= 0)
+        lengths = np.fromiter(map(len, datas), dtype=np.intp, count=len(datas))
+        # the position of each text's first byte; the resets between them meet no feature
+        starts = np.cumsum(lengths + 1) - lengths - 1
+        text = np.searchsorted(starts, at, side="right") - 1
+        keys = text * self._feature_count + met[at]
+        unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        order = np.argsort(first)
+        keys = unique[order]
+        features = keys % self._feature_count
+        bounds = np.searchsorted(keys // self._feature_count, np.arange(len(datas) + 1))
+        return features, counts[order].astype(np.float32), bounds
 
 
 def _head(text: str, size: int) -> str:

@@ -34,14 +34,14 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import STATUSES, Case, Evidence, Status, Verdict
 from soev_pipeline.core.ports import CriterionContext
 from soev_pipeline.core.secrets import redact
-from soev_pipeline.criteria import CriterionRegistry
+from soev_pipeline.criteria import BoundCriterion, CriterionRegistry
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.judges.language import LazyLangidDetector
 from soev_pipeline.project import LoadedProject
 
 from .archive import SCORING, VERDICTS, naming, write_json_atomically
 from .pool import WorkerPool, auto_workers, workers_setting
-from .results import GradedAttempt, GradingSummary
+from .results import Folded, GradedAttempt, GradingSummary
 from .scoring import score_attempt
 
 Progress = Callable[[int, int], None]
@@ -92,9 +92,11 @@ def _graded(
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """A case and which of its criteria (by position) are graded in chunks, which here."""
+    """A case, its criteria bound once for the grading, and which of them (by position)
+    are graded in chunks, which here."""
 
     case: Case
+    bound: tuple[BoundCriterion, ...]
     chunked: tuple[int, ...]
     here: tuple[int, ...]
 
@@ -107,10 +109,39 @@ def _pure_kinds(registry: CriterionRegistry, ctx: CriterionContext) -> frozenset
     return registry.forkable(detector_forks=bundled)
 
 
-def _plan(case: Case, pure: frozenset[str]) -> _Plan:
+def _plan(loaded: LoadedProject, case: Case, pure: frozenset[str]) -> _Plan:
+    bound = tuple(
+        loaded.registry.bind(spec, loaded.params.get((case.id, index)))
+        for index, spec in enumerate(case.criteria)
+    )
     chunked = tuple(index for index, spec in enumerate(case.criteria) if spec.kind in pure)
     here = tuple(index for index in range(len(case.criteria)) if index not in chunked)
-    return _Plan(case, chunked, here)
+    return _Plan(case, bound, chunked, here)
+
+
+class GradedLine(str):
+    """A line of `verdicts.jsonl` that carries what the report keeps of its attempt.
+
+    Grading hands it to `written` as it is written, so that the report's fold
+    (`report.ReportFold.add_line`) takes `folded` instead of reading the line back into
+    models, which cost as much as grading a few cheap criteria. A worker process sends its
+    lines back as these too (`Folded` is plain tuples, quick to pickle).
+    """
+
+    folded: Folded
+
+    def __new__(cls, line: str, folded: Folded) -> GradedLine:
+        made = super().__new__(cls, line)
+        made.folded = folded
+        return made
+
+    @classmethod
+    def of(cls, attempt: GradedAttempt) -> GradedLine:
+        """The line of `attempt`."""
+        return cls(attempt.model_dump_json(), Folded.of(attempt))
+
+    def __reduce__(self) -> tuple[type[GradedLine], tuple[str, Folded]]:
+        return GradedLine, (str(self), self.folded)
 
 
 Graded = str | tuple[Verdict, ...]
@@ -124,7 +155,8 @@ class _ChunkGrader:
     """Grades the chunked criteria of a chunk of attempts: here, or in a worker process.
 
     A chunk sent to a worker holds evidence as JSON text, which is cheaper to send and read
-    than pickled models.
+    than pickled models. The kinds that share work between attempts do it for the whole
+    chunk first (`CriterionRegistry.prepare`: the language of every reply's sentences).
     """
 
     def __init__(self, loaded: LoadedProject, ctx: CriterionContext, plans: dict[str, _Plan]):
@@ -133,23 +165,29 @@ class _ChunkGrader:
         self._plans = plans
 
     async def grade(self, chunk: Sequence[Evidence | str]) -> ChunkResult:
-        registry, params = self._loaded.registry, self._loaded.params
+        ctx = self._ctx
         graded: list[Graded] = []
         statuses: dict[Status, int] = dict.fromkeys(STATUSES, 0)
-        for item in chunk:
-            evidence = item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
-            plan = self._plans[evidence.case_id]
+        attempts = [
+            item if isinstance(item, Evidence) else Evidence.model_validate_json(item)
+            for item in chunk
+        ]
+        plans = [self._plans[evidence.case_id] for evidence in attempts]
+        chunked = (
+            (plan.case.criteria[index], evidence)
+            for evidence, plan in zip(attempts, plans, strict=True)
+            for index in plan.chunked
+        )
+        self._loaded.registry.prepare(chunked, ctx)
+        for evidence, plan in zip(attempts, plans, strict=True):
             case = plan.case
             verdicts = [
-                await registry.evaluate(
-                    case.criteria[index], case, evidence, self._ctx, params.get((case.id, index))
-                )
-                for index in plan.chunked
+                await plan.bound[index].evaluate(case, evidence, ctx) for index in plan.chunked
             ]
             if plan.here:
                 graded.append(tuple(verdicts))
                 continue
-            graded.append(_graded(self._loaded, case, evidence, verdicts).model_dump_json())
+            graded.append(GradedLine.of(_graded(self._loaded, case, evidence, verdicts)))
             for verdict in verdicts:
                 statuses[verdict.status] += 1
         return graded, statuses
@@ -181,7 +219,7 @@ class _Grading:
         self.loaded = loaded
         self.ctx = ctx
         pure = _pure_kinds(loaded.registry, ctx)
-        self.plans = {case.id: _plan(case, pure) for case in loaded.cases()}
+        self.plans = {case.id: _plan(loaded, case, pure) for case in loaded.cases()}
         self.grader = _ChunkGrader(loaded, replace(ctx, judge=None), self.plans)
         self.out = out
         self.total = total
@@ -309,16 +347,7 @@ class _Grading:
             case = plan.case
             async with self.limit:
                 return await asyncio.gather(
-                    *(
-                        self.loaded.registry.evaluate(
-                            case.criteria[index],
-                            case,
-                            evidence,
-                            self.ctx,
-                            self.loaded.params.get((case.id, index)),
-                        )
-                        for index in plan.here
-                    )
+                    *(plan.bound[index].evaluate(case, evidence, self.ctx) for index in plan.here)
                 )
 
         task = asyncio.ensure_future(grade())
@@ -338,10 +367,12 @@ class _Grading:
                 by_index = dict(zip(plan.chunked, item, strict=True))
                 by_index.update(zip(plan.here, await here, strict=True))
                 verdicts = [by_index[index] for index in range(len(plan.case.criteria))]
-                line = _graded(self.loaded, plan.case, evidence, verdicts).model_dump_json()
+                line = GradedLine.of(_graded(self.loaded, plan.case, evidence, verdicts))
                 for verdict in verdicts:
                     self.statuses[verdict.status] += 1
-            line = redact(line)
+            redacted = redact(str(line))
+            if redacted != line:  # a secret in it: what the line carried holds the secret
+                line = redacted
             self.out.write(line + "\n")
             if self.written is not None:
                 self.written(line)

@@ -27,16 +27,18 @@ from .archive import (
     write_json_atomically,
 )
 from .compare import compare_rates
-from .grading import iter_graded
+from .grading import GradedLine, iter_graded
 from .manifest import Manifest
 from .plan import group_drop
 from .results import (
     AttemptResult,
     CaseResult,
+    Folded,
     GradedAttempt,
     GradingSummary,
     GroupFigures,
     PairedGroup,
+    PublicKey,
     PublicVerdict,
     Report,
     StatusCounts,
@@ -114,13 +116,17 @@ class _Public:
     """Gives equal verdicts one shared `PublicVerdict` (see `_DevCases`)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, str, float, bool], PublicVerdict] = {}
+        self._seen: dict[PublicKey, PublicVerdict] = {}
 
     def __call__(self, verdict: Verdict) -> PublicVerdict:
-        key = (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
+        return self.of_key(
+            (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
+        )
+
+    def of_key(self, key: PublicKey) -> PublicVerdict:
         public = self._seen.get(key)
         if public is None:
-            public = self._seen[key] = PublicVerdict.of(verdict)
+            public = self._seen[key] = PublicVerdict.of_key(key)
         return public
 
 
@@ -146,27 +152,36 @@ class ReportFold:
 
     def add(self, attempt: GradedAttempt) -> None:
         """Fold in one graded attempt, in the order of the verdicts."""
-        for verdict in attempt.verdicts:
-            counts = self._criteria.setdefault(verdict.kind, dict.fromkeys(STATUSES, 0))
-            counts[verdict.status] += 1
+        self._add(Folded.of(attempt))
+
+    def add_line(self, line: str) -> None:
+        """Fold in a line of `verdicts.jsonl`, as it is written: what a `GradedLine`
+        carries, any other line read into a graded attempt."""
+        if isinstance(line, GradedLine):
+            self._add(line.folded)
+        else:
+            self.add(GradedAttempt.model_validate_json(line))
+
+    def _add(self, folded: Folded) -> None:
+        for kind, status, *_ in folded.verdicts:
+            counts = self._criteria.get(kind)
+            if counts is None:
+                counts = self._criteria[kind] = dict.fromkeys(STATUSES, 0)
+            counts[status] += 1
         public = None
-        if attempt.split == "dev":
-            public = tuple(map(self._public, attempt.verdicts))
+        if folded.split == "dev":
+            public = tuple(map(self._public.of_key, folded.verdicts))
         self._rows.append(
             (
-                attempt.case_id,
-                attempt.suite,
-                attempt.split,
-                attempt.attempt,
-                attempt.score,
-                attempt.passed,
+                folded.case_id,
+                folded.suite,
+                folded.split,
+                folded.attempt,
+                folded.score,
+                folded.passed,
                 public,
             )
         )
-
-    def add_line(self, line: str) -> None:
-        """Fold in a line of `verdicts.jsonl`, as it is written."""
-        self.add(GradedAttempt.model_validate_json(line))
 
     def report(
         self,

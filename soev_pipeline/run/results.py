@@ -9,7 +9,7 @@ verdicts hold, `report.json`. Field order is the order of the JSON keys.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import ConfigDict, Field, JsonValue
 
@@ -26,6 +26,36 @@ class GradedAttempt(FrozenModel):
     score: float | None
     passed: bool
     verdicts: tuple[Verdict, ...]
+
+
+PublicKey = tuple[str, Status, str, float, bool]
+"""A verdict as a report shows it (`PublicVerdict`): kind, status, detail, weight, gate."""
+
+
+class Folded(NamedTuple):
+    """What a report keeps of a graded attempt (`report.ReportFold`): where it belongs,
+    its score and pass, and each verdict as the report shows it. Plain tuples, which cost
+    little to send from a grading worker."""
+
+    case_id: str
+    suite: str
+    split: Split
+    attempt: int
+    score: float | None
+    passed: bool
+    verdicts: tuple[PublicKey, ...]
+
+    @classmethod
+    def of(cls, graded: GradedAttempt) -> Folded:
+        return cls(
+            graded.case_id,
+            graded.suite,
+            graded.split,
+            graded.attempt,
+            graded.score,
+            graded.passed,
+            tuple((v.kind, v.status, v.detail, v.weight, v.gate) for v in graded.verdicts),
+        )
 
 
 class GradingSummary(FrozenModel):
@@ -172,6 +202,11 @@ class PublicVerdict(FrozenModel):
             weight=verdict.weight,
             gate=verdict.gate,
         )
+
+    @classmethod
+    def of_key(cls, key: PublicKey) -> PublicVerdict:
+        kind, status, detail, weight, gate = key
+        return cls(kind=kind, status=status, detail=detail, weight=weight, gate=gate)
 
 
 class AttemptResult(FrozenModel):

@@ -379,3 +379,62 @@ def test_a_frozen_model_changed_behind_its_back_is_validated_again() -> None:
     object.__setattr__(params, "max", -1)
     verdict = asyncio.run(registry.evaluate(spec, make_case(), make_evidence(), ctx, params))
     assert (verdict.status, verdict.detail[:32]) == ("error", "criterion raised ValidationError")
+
+
+def test_prepare_gives_each_kind_with_the_trait_the_evidence_it_will_grade() -> None:
+    """A kind's `prepare` gets, in one call, the evidence of every pair that names it; a kind
+    without the trait gets nothing, and a `prepare` that raises is passed over (the
+    evaluator does the work again and reports it)."""
+    prepared: list[tuple[str, list[str | None]]] = []
+
+    def noting(name: str) -> Any:
+        def prepare(evidence: Any, ctx: CriterionContext) -> None:
+            prepared.append((name, [item.reply for item in evidence]))
+
+        return prepare
+
+    def failing(evidence: Any, ctx: CriterionContext) -> None:
+        raise RuntimeError("broken")
+
+    registry = CriterionRegistry(
+        [
+            Builtin("custom.a", Params, remember, prepare=noting("a")),
+            Builtin("custom.b", Params, remember, prepare=noting("b")),
+            Builtin("custom.failing", Params, remember, prepare=failing),
+            KIND,
+        ]
+    )
+    first, second = make_evidence("een"), make_evidence("twee")
+    pairs = [
+        (CriterionSpec(kind="custom.a"), first),
+        (CriterionSpec(kind="custom.remember"), first),
+        (CriterionSpec(kind="custom.failing"), first),
+        (CriterionSpec(kind="custom.a"), second),
+        (CriterionSpec(kind="custom.b"), second),
+    ]
+    registry.prepare(iter(pairs), CriterionContext())
+    assert prepared == [("a", ["een", "twee"]), ("b", ["twee"])]
+    assert KIND.prepare is None
+    decorated = criterion("custom.c", Params, prepare=noting("c"))(remember)
+    assert decorated.prepare is not None
+
+
+def test_a_bound_criterion_grades_many_attempts_as_evaluate_does() -> None:
+    """`bind` looks the kind up and checks the parameters once; each evaluation gives the
+    verdict of `evaluate`, with the spec's kind, weight, gate and the kind's version, and
+    parameters that do not validate give an error verdict every time."""
+    registry = CriterionRegistry([COUNTED])
+    spec = CriterionSpec(kind="custom.counted", weight=2.0, gate=True)
+    bound = registry.bind(spec)
+    ctx = CriterionContext()
+    for reply in ["een", "twee"]:
+        evidence = make_evidence(reply)
+        verdict = asyncio.run(bound.evaluate(make_case(), evidence, ctx))
+        assert verdict == asyncio.run(registry.evaluate(spec, make_case(), evidence, ctx))
+        assert (verdict.kind, verdict.weight, verdict.gate) == ("custom.counted", 2.0, True)
+    refused = registry.bind(CriterionSpec(kind="custom.counted", params={"unknown": 1}))
+    for _ in range(2):
+        verdict = asyncio.run(refused.evaluate(make_case(), make_evidence(), ctx))
+        assert verdict.status == "error" and "unknown" in verdict.detail
+    with pytest.raises(UnknownCriterionError):
+        registry.bind(CriterionSpec(kind="custom.countd"))

@@ -14,11 +14,14 @@ from soev_pipeline.cli import load
 from soev_pipeline.core import (
     CriterionContext,
     CriterionParamsError,
+    CriterionSpec,
     LanguageDetectionError,
     LanguageDetector,
     Verdict,
 )
+from soev_pipeline.criteria import builtin_registry
 from soev_pipeline.judges import LangidDetector
+from soev_pipeline.text import letter_words, split_sentences
 from tests.support.builders import ScriptedDetector, grade, make_evidence, params_error
 
 # Replies of Dutch legal advice, full of abbreviations and article labels.
@@ -159,6 +162,49 @@ class TestLanguage:
         assert verdict.detail.startswith("1/2 sentences in nl (0.50); 2 not counted")
         for reply in [*DUTCH_REPLIES, MIXED_REPLY]:
             assert language(reply, detector) == language(reply, OneByOne(detector))
+
+    def test_a_chunk_of_replies_is_detected_in_one_call(self, detector: LangidDetector) -> None:
+        """`prepare` asks the detector once for the countable sentences of every reply of a
+        chunk (each sentence once); grading them afterwards asks no more, and each verdict
+        is the one graded without it. A reply the chunk did not hold, or another detector,
+        is detected on its own."""
+
+        class Counting:
+            def __init__(self) -> None:
+                self.batches: list[list[str]] = []
+
+            @property
+            def languages(self) -> frozenset[str]:
+                return detector.languages
+
+            def detect(self, text: str) -> str:
+                return detector.detect(text)
+
+            def detect_many(self, texts: Sequence[str]) -> list[str | LanguageDetectionError]:
+                self.batches.append(list(texts))
+                return detector.detect_many(texts)
+
+        replies = [*DUTCH_REPLIES[:2], MIXED_REPLY, DUTCH_REPLIES[0], None]
+        expected = [language(reply, detector) for reply in replies]
+        counting = Counting()
+        ctx = CriterionContext(language_detector=counting)
+        registry = builtin_registry()
+        spec = CriterionSpec(kind="reply.language", params={"language": "nl"})
+        registry.prepare([(spec, make_evidence(reply)) for reply in replies], ctx)
+        sentences = [
+            sentence
+            for reply in [*DUTCH_REPLIES[:2], MIXED_REPLY]
+            for sentence in split_sentences(reply)
+            if len(letter_words(sentence, 3)) == 3
+        ]
+        assert counting.batches == [list(dict.fromkeys(sentences))]
+        assert [language(reply, counting) for reply in replies] == expected
+        assert len(counting.batches) == 1
+        assert language(DUTCH_REPLIES[3], counting) == language(DUTCH_REPLIES[3], detector)
+        assert len(counting.batches) == 2
+        scripted = ScriptedDetector({})
+        assert language(DUTCH_REPLIES[0], scripted).status == "not_applicable"
+        assert scripted.asked
 
     @pytest.mark.parametrize("reply", ["", "Art. 6:7 Awb.", "Ja. Nee. 12-03-2024.", "## Kop"])
     def test_nothing_to_detect_is_not_applicable(

@@ -16,6 +16,7 @@ from soev_pipeline.core import (
     Verdict,
 )
 from soev_pipeline.criteria import error, judge_label, not_applicable, outcome
+from soev_pipeline.criteria.verdicts import completed
 from tests.support.builders import ScriptedJudge, label
 
 
@@ -79,3 +80,22 @@ def test_judge_label_gives_an_error_verdict_for_each_failure(judge: Any) -> None
     assert isinstance(result, Verdict)
     assert result.status == "error"
     assert result.detail
+
+
+def test_completed_is_the_copy_pydantic_makes() -> None:
+    """`completed` gives what `model_copy(update=...)` gives: equal, with the same fields
+    set and the same JSON; a subclass of `Verdict` is copied by pydantic itself."""
+    fields = {"kind": "reply.language", "weight": 2.0, "gate": True, "version": "3"}
+    for verdict in [outcome(passed=True, detail="6/6"), error("kapot"), Verdict(status="fail")]:
+        copy, expected = completed(verdict, fields), verdict.model_copy(update=fields)
+        assert type(copy) is Verdict and copy == expected
+        assert copy.model_fields_set == expected.model_fields_set
+        assert copy.model_dump_json() == expected.model_dump_json()
+        assert copy.model_copy(update={"detail": "x"}).detail == "x"
+        assert verdict.kind == ""
+
+    class Marked(Verdict):
+        mark: str = "m"
+
+    marked = completed(Marked(status="pass"), fields)
+    assert isinstance(marked, Marked) and marked.kind == "reply.language"

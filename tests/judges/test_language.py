@@ -274,13 +274,15 @@ def test_the_features_are_the_byte_walks_for_any_bytes(detector: LangidDetector)
             )
         )
     scorer = detector._scorer
-    together = scorer._features(datas)
-    for data, (features, counts) in zip(datas, together, strict=True):
+    features, counts, bounds = scorer._features(datas)
+    assert counts.dtype == "float32"
+    assert len(bounds) == len(datas) + 1
+    for index, data in enumerate(datas):
+        each = slice(bounds[index], bounds[index + 1])
         expected = counted(walked(detector, data))
-        assert (features.tolist(), counts.tolist()) == expected, data
-        assert counts.dtype == "float32"
-    alone = scorer._features([datas[-1]])[0]
-    assert (alone[0].tolist(), alone[1].tolist()) == counted(walked(detector, datas[-1]))
+        assert (features[each].tolist(), counts[each].tolist()) == expected, data
+    alone, alone_counts, _ = scorer._features([datas[-1]])
+    assert (alone.tolist(), alone_counts.tolist()) == counted(walked(detector, datas[-1]))
 
 
 def test_the_automaton_is_as_deep_as_the_scorer_assumes(detector: LangidDetector) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from collections.abc import Callable, Coroutine
@@ -20,14 +21,18 @@ import yaml
 from soev_pipeline.core import Evidence, Turn, Usage
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.ports import CriterionContext
+from soev_pipeline.core.secrets import forget_secrets, register_secret
 from soev_pipeline.corpus import CorpusLookup
 from soev_pipeline.judges import LangidDetector
 from soev_pipeline.project import LoadedProject, load
 from soev_pipeline.run import GradingSummary, grade_evidence
 from soev_pipeline.run import grading as grading_module
 from soev_pipeline.run.archive import VERDICTS, RunArchive
+from soev_pipeline.run.grading import GradedLine
 from soev_pipeline.run.manifest import build_manifest
 from soev_pipeline.run.pool import GradingWorkerError, WorkerPool, workers_setting
+from soev_pipeline.run.report import ReportFold
+from soev_pipeline.run.results import Folded, GradedAttempt
 from soev_pipeline.run.service import grade
 from tests.support.builders import ScriptedJudge, label
 
@@ -369,3 +374,33 @@ def test_a_rescore_lets_go_of_the_corpus_indexes_and_grades_the_same_again(
         assert corpus._cache == {}  # the indexes went with the grading
         scorings.append((scoring.path / VERDICTS).read_bytes())
     assert scorings[0] == scorings[1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_line_carries_what_the_report_keeps_unless_a_secret_was_redacted(
+    loaded: LoadedProject, tmp_path: Path, workers: int
+) -> None:
+    """Each line is given to `written` as written: a `GradedLine`, from this process or a
+    worker, that carries what the report keeps of the attempt the line reads as (the
+    report's fold takes it without reading the line). A line that a secret was redacted
+    from is plain text: what it carried still held the secret."""
+    written: list[str] = []
+    register_secret("termijn")
+    try:
+        _grade(loaded, _evidence(120), tmp_path / "s", workers=workers, written=written.append)
+    finally:
+        forget_secrets()
+    assert "\n".join(written) + "\n" == (tmp_path / "s" / VERDICTS).read_text()
+    carried = [line for line in written if isinstance(line, GradedLine)]
+    redacted = [line for line in written if "[redacted]" in line]
+    assert redacted and not any(isinstance(line, GradedLine) for line in redacted)
+    assert "termijn" not in "".join(written)
+    assert len(carried) == len(written) - len(redacted)
+    for line in carried:
+        assert line.folded == Folded.of(GradedAttempt.model_validate_json(line))
+    assert pickle.loads(pickle.dumps(carried[0])).folded == carried[0].folded
+    folded, read = ReportFold(), ReportFold()
+    for line in written:
+        folded.add_line(line)
+        read.add_line(str(line))
+    assert folded._rows == read._rows and folded._criteria == read._criteria
