@@ -75,3 +75,26 @@ def test_the_instance_opened_ahead_is_the_one_the_record_writes_to(
     assert list(record._AHEAD) == [paths.dagster_home]
     record.close_ahead()  # a run that failed: nothing left open for a later record
     assert record._AHEAD == {}
+
+
+def test_the_record_keeps_each_database_open_so_its_log_is_checkpointed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    paths = ProjectPaths.of(tmp_path / "project.yaml")
+    with record._instance(paths) as instance:  # makes the databases
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY, partition="r0"))
+    with record._instance(paths) as instance:
+        files = record.written_databases(instance)
+        assert [file.name for file in files] == ["runs.db", ".db", "index.db"]
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY, partition="r1"))
+        # Dagster's connection closed after the write; the held one keeps the log
+        assert all(file.with_name(file.name + "-wal").exists() for file in files[1:])
+    assert not any(file.with_name(file.name + "-wal").exists() for file in files)
+    with dg.DagsterInstance.get() as reopened:  # every write is in the databases
+        partitions = {
+            item.asset_materialization.partition
+            for item in reopened.fetch_materializations(KEY, limit=5).records
+            if item.asset_materialization is not None
+        }
+    assert partitions == {"r0", "r1"}
