@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 def _after_the_run(paths: ProjectPaths) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
-    templates compiled, a figure drawn: `html_report.warm`), to record the run (Dagster,
+    templates compiled: `html_report.warm`), to record the run (Dagster,
     and the project's instance opened with its storage connected: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
     importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths)
