@@ -49,7 +49,6 @@ from soev_pipeline.run.service import (
     publish,
 )
 from soev_pipeline.runtime import Operation, RuntimeBindings, open_runtime
-from soev_pipeline.view import HTML_REPORT, write_scoring_pages
 
 __all__ = [
     "STEPS",
@@ -100,6 +99,8 @@ class Evaluation:
         """The self-contained HTML report the aggregate step wrote beside report.json."""
         if self.scoring is None or self.report is None:
             return None
+        from soev_pipeline.view.html_report import HTML_REPORT
+
         return self.scoring.path / HTML_REPORT
 
     def __repr__(self) -> str:
@@ -257,6 +258,9 @@ async def execute(
                 made = aggregate_run(archive, scoring, progress)
                 report = made.report
                 known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
+                # imported when needed: `soev-evals run` imports it while the attempts run
+                from soev_pipeline.view.html_report import write_scoring_pages
+
                 pages = write_scoring_pages(
                     loaded, archive, scoring.path, known=known, comparison=report.previous
                 )
