@@ -21,6 +21,7 @@ from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
 from soev_pipeline.project import (
     SEAL_FILE,
+    LoadedProject,
     ProjectPaths,
     load,
     load_for_sealing,
@@ -57,12 +58,12 @@ from .viewing import write_html
 logger = logging.getLogger(__name__)
 
 
-def _after_the_run(paths: ProjectPaths) -> None:
+def _after_the_run(paths: ProjectPaths, loaded: LoadedProject) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
-    templates compiled: `html_report.warm`), to record the run (Dagster,
-    and the project's instance opened with its storage connected: `record.open_ahead`)."""
+    templates compiled: `html_report.warm`), to record the run (Dagster, the project's
+    instance opened with its storage connected, the suites' versions: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
-    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths)
+    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths, loaded)
 
 
 def _close_ahead() -> None:
@@ -99,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths))
+    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths, loaded))
     progress.phase(f"run {run_id}")
     try:
         evaluation = api.run_sync(

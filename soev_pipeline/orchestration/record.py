@@ -291,8 +291,10 @@ _AHEAD: dict[Path, dg.DagsterInstance] = {}
 _AHEAD_LOCK = threading.Lock()
 
 
-def open_ahead(paths: ProjectPaths) -> None:
-    """Open the project's instance and connect its storage ahead of `record`.
+def open_ahead(paths: ProjectPaths, loaded: LoadedProject | None = None) -> None:
+    """Open the project's instance and connect its storage ahead of `record`, and compute
+    the data version of each suite of `loaded` that the record compares with the recorded
+    one (`Suite.digest`, computed once: 20 ms for 2,000 cases).
 
     Opening a SQLite instance imports its storage modules and checks the schema version of
     each database it touches (the runs, the event index, the shard of events no run made):
@@ -300,6 +302,8 @@ def open_ahead(paths: ProjectPaths) -> None:
     so that the record after the last attempt only writes. The instance stays open until
     `record` takes it, or `close_ahead`.
     """
+    for suite in loaded.suites if loaded is not None else ():
+        metadata.suite_version(suite)
     prefix, home = prefix_of(paths.project_file), paths.dagster_home
     with project_instance(paths, close=False) as instance:
         instance.has_dynamic_partition(runs_partitions(prefix), "soev")  # the run storage

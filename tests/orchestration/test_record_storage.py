@@ -98,3 +98,25 @@ def test_the_record_keeps_each_database_open_so_its_log_is_checkpointed_once(
             if item.asset_materialization is not None
         }
     assert partitions == {"r0", "r1"}
+
+
+def test_the_suites_versions_are_computed_ahead_of_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from soev_pipeline.core.models import Case
+    from soev_pipeline.orchestration import metadata
+    from soev_pipeline.project import load
+    from tests.support.project import write_project
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    url = "http://127.0.0.1:9/"
+    loaded = load(write_project(tmp_path / "p", url, url + "v1/"))
+    paths = ProjectPaths.of(loaded.path)
+    record.open_ahead(paths, loaded)
+    record.close_ahead()
+
+    def unexpected(case: Case) -> str:
+        raise AssertionError(f"{case.id}: digested again, after the run")
+
+    monkeypatch.setattr(Case, "digest", unexpected)
+    assert all(len(metadata.suite_version(suite)) == 16 for suite in loaded.suites)
