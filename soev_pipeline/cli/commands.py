@@ -9,10 +9,12 @@ import importlib
 import json
 import logging
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
 from soev_pipeline import api
+from soev_pipeline.core import transport
 from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.explain import explain, unwrap
@@ -91,9 +93,23 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
     return ProjectPaths.of(path, getattr(args, "runs_dir", None))
 
 
+def _prepare_transport() -> None:
+    """`transport.prepare` on a thread of its own, while the project loads; an error is
+    dropped: it is raised again by the first request, where it is explained."""
+
+    def prepare() -> None:
+        try:
+            transport.prepare()
+        except Exception:
+            logger.debug("preparing the transport failed", exc_info=True)
+
+    threading.Thread(target=prepare, name="soev-transport", daemon=True).start()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Attempt, grade and aggregate the run (`soev_pipeline.api`), then record it in the
     project's Dagster instance and print its report."""
+    _prepare_transport()
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     resume = args.resume is not None
