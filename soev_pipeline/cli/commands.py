@@ -12,6 +12,7 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from soev_pipeline import api
 from soev_pipeline.core import transport
@@ -56,6 +57,9 @@ from .render import render_comparison, render_plan, render_report, write_report_
 from .signals import interruption_name, interruption_status
 from .viewing import cmd_view as cmd_view
 from .viewing import write_html
+
+if TYPE_CHECKING:
+    from soev_pipeline.orchestration.record import Recording
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
     progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths, loaded))
     progress.phase(f"run {run_id}")
+    recording = _Recorder(paths)
     try:
         evaluation = api.run_sync(
             api.evaluate_run(
@@ -131,10 +136,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runs_dir=paths.runs,
                 progress=progress,
                 retry_unrun=args.retry_unrun,
+                graded=recording.graded,
             )
         )
     except BaseException as exc:
         progress.close()
+        if not interrupted(exc):  # interrupted, it goes at once: each write is whole
+            recording.finish(None)
         _close_ahead()
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
@@ -144,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise stopped from exc
         raise
     progress.close()
-    _record(evaluation)
+    recording.finish(evaluation)
     assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
     sys.stdout.write(f"archive: {evaluation.archive.location}\n")
@@ -195,11 +203,60 @@ def _record(evaluation: api.Evaluation) -> None:
     try:
         record(evaluation)
     except Exception as exc:
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        _notice(
-            f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
-            f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
+        _record_failed(evaluation, exc)
+
+
+def _record_failed(evaluation: api.Evaluation, exc: Exception) -> None:
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    _notice(
+        f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
+        f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
+    )
+
+
+class _Recorder:
+    """`run`'s record in Dagster (`record.Recording`), its first part on a thread of its own
+    while the run is aggregated and its pages are written, where it mostly waits on the
+    disk; a failure of either part is the warning of `_record`."""
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self._recording: Recording | None = None
+        self._thread: threading.Thread | None = None
+        self._error: Exception | None = None
+
+    def graded(self, evaluation: api.Evaluation) -> None:
+        """Start the first part (`api.execute` calls this on its event loop's thread)."""
+        self._thread = threading.Thread(
+            target=self._record_graded, args=(evaluation,), name="soev-record", daemon=True
         )
+        self._thread.start()
+
+    def _record_graded(self, evaluation: api.Evaluation) -> None:
+        try:
+            module = importlib.import_module("soev_pipeline.orchestration.record")
+            self._recording = module.Recording(self._paths)
+            self._recording.graded(evaluation)
+        except Exception as exc:
+            self._error = exc
+
+    def finish(self, evaluation: api.Evaluation | None) -> None:
+        """Wait for the first part and record the rest; with None (the run failed), only
+        wait and close."""
+        if self._thread is not None:
+            self._thread.join()
+        recording, error = self._recording, self._error
+        if recording is None and error is None:
+            if evaluation is not None:
+                _record(evaluation)
+            return
+        try:
+            if recording is not None:
+                recording.finish(None if error is not None else evaluation)
+        except Exception as exc:
+            error = error or exc
+        if error is not None and evaluation is not None:
+            _record_failed(evaluation, error)
 
 
 def _notice(text: str) -> None:

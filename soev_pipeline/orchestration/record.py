@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,12 +66,14 @@ class Recorded:
     data_version: str
 
 
-def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
-    """The assets that `evaluation` of the project named `prefix` made, in the order of
-    their steps."""
+def recorded(
+    evaluation: Evaluation, prefix: str | None, names: Collection[str] = RUN_ASSETS
+) -> list[Recorded]:
+    """The assets of `names` that `evaluation` of the project named `prefix` made, in the
+    order of their steps."""
     archive, run_id = evaluation.archive, evaluation.archive.run_id
     items: list[Recorded] = []
-    if evaluation.attempted is not None:
+    if evaluation.attempted is not None and "evidence" in names:
         evidence = archive.evidence_file()
         size = evidence.stat().st_size if evidence.exists() else 0
         items.append(
@@ -83,7 +85,7 @@ def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
             )
         )
     scoring = evaluation.scoring
-    if scoring is not None and "grade" in evaluation.steps:
+    if scoring is not None and "grade" in evaluation.steps and "verdicts" in names:
         items.append(
             Recorded(
                 "verdicts",
@@ -92,7 +94,7 @@ def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
                 f"{run_id}/{scoring.path.name}",
             )
         )
-    if scoring is not None and evaluation.report is not None:
+    if scoring is not None and evaluation.report is not None and "report" in names:
         items.append(
             Recorded(
                 "report",
@@ -203,39 +205,84 @@ def record_evaluation(
     in_run: bool,
 ) -> None:
     """Record a run that no asset job made: its inputs, then each asset it made (each with
-    its provenance as recorded once the assets before it are), then the checks.
+    its provenance as recorded once the assets before it are), with their checks: what the
+    attempt and grade steps made (`record_graded`), then the report (`record_report`).
 
     `in_run` says that a Dagster run logs the events (the check of `report` is then the
     partition's); reported from outside a run, the check is the asset's, naming the run in
     its metadata: Dagster 1.13 stores one reported evaluation per partition, and a second
     one (after a rescore) breaks a unique key of its storage.
     """
+    record_graded(evaluation, instance, emit, prefix=prefix, launched_by=launched_by)
+    record_report(evaluation, instance, emit, prefix=prefix, launched_by=launched_by, in_run=in_run)
+
+
+def _materialize(
+    evaluation: Evaluation,
+    item: Recorded,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+) -> None:
+    tags = {
+        LAUNCHED_BY: launched_by,
+        **provenance(instance, evaluation.loaded, item.name, item.partition, prefix),
+        **data_version_tags(item.data_version),
+    }
+    emit(
+        dg.AssetMaterialization(
+            asset_key(item.name, prefix),
+            partition=item.partition,
+            metadata=dict(item.metadata),
+            tags=tags,
+        )
+    )
+
+
+def record_graded(
+    evaluation: Evaluation,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+) -> None:
+    """The first part of `record_evaluation`: the run's inputs, its partition, the assets
+    of its attempt and grade steps (`evidence`, `verdicts`) and the check of `verdicts`.
+    It needs no report: `soev-evals run` records it while the run is aggregated."""
     loaded, run_id = evaluation.loaded, evaluation.archive.run_id
     suites = evaluation.archive.manifest().suites
     record_inputs(loaded, suites, instance, emit, prefix=prefix, launched_by=launched_by)
     add_run(instance, run_id, prefix)
-    for item in recorded(evaluation, prefix):
-        tags = {
-            LAUNCHED_BY: launched_by,
-            **provenance(instance, loaded, item.name, item.partition, prefix),
-            **data_version_tags(item.data_version),
-        }
-        emit(
-            dg.AssetMaterialization(
-                asset_key(item.name, prefix),
-                partition=item.partition,
-                metadata=dict(item.metadata),
-                tags=tags,
-            )
-        )
-    if evaluation.report is not None:
-        regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
-        emit(regression.evaluation(asset_key("report", prefix), run_id if in_run else None))
+    for item in recorded(evaluation, prefix, ("evidence", "verdicts")):
+        _materialize(evaluation, item, instance, emit, prefix=prefix, launched_by=launched_by)
     if "grade" in evaluation.steps:
         current = metadata.prompts_check(
             loaded.prompts_version, latest_prompts_versions(instance, asset_key("verdicts", prefix))
         )
         emit(current.evaluation(asset_key("verdicts", prefix), None))
+
+
+def record_report(
+    evaluation: Evaluation,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+    in_run: bool,
+) -> None:
+    """The second part of `record_evaluation`: the `report` asset and its check, when the
+    evaluation has a report (see `record_evaluation` for `in_run`)."""
+    if evaluation.report is None:
+        return
+    run_id = evaluation.archive.run_id
+    for item in recorded(evaluation, prefix, ("report",)):
+        _materialize(evaluation, item, instance, emit, prefix=prefix, launched_by=launched_by)
+    regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
+    emit(regression.evaluation(asset_key("report", prefix), run_id if in_run else None))
 
 
 PAGE = 500
@@ -285,6 +332,54 @@ def record(evaluation: Evaluation) -> None:
             launched_by="cli",
             in_run=False,
         )
+
+
+class Recording:
+    """The record of one run in two parts, the first while the run is aggregated: what the
+    attempt and grade steps made (`graded`), then the report (`finish`). Each write is a
+    commit of its own, as in `record`; the record is whole when `finish` returns. Both
+    parts write to the instance opened ahead (`open_ahead`), if it was, held open
+    (`held_open`) from `graded` until `finish`. `soev-evals run` calls `graded` on a thread
+    of its own, once the grade step is done (`api.execute`'s `graded`).
+    """
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self._prefix = prefix_of(paths.project_file)
+        self._opened = ExitStack()
+        self._instance: dg.DagsterInstance | None = None
+
+    def graded(self, evaluation: Evaluation) -> None:
+        """Record what the attempt and grade steps of `evaluation` made (`record_graded`)."""
+        instance = self._opened.enter_context(_instance(self._paths))
+        self._instance = instance
+        record_graded(
+            evaluation,
+            instance,
+            instance.report_runless_asset_event,
+            prefix=self._prefix,
+            launched_by="cli",
+        )
+
+    def finish(self, evaluation: Evaluation | None) -> None:
+        """Record the rest of `evaluation` (all of it without `graded` before; nothing when
+        None: the run stopped), and close the instance."""
+        try:
+            if evaluation is None:
+                return
+            if self._instance is None:
+                record(evaluation)
+                return
+            record_report(
+                evaluation,
+                self._instance,
+                self._instance.report_runless_asset_event,
+                prefix=self._prefix,
+                launched_by="cli",
+                in_run=False,
+            )
+        finally:
+            self._opened.close()
 
 
 _AHEAD: dict[Path, dg.DagsterInstance] = {}
