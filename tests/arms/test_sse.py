@@ -116,7 +116,7 @@ def test_any_chunking_gives_the_events_of_the_whole_stream(
     whole = SSEParser()
     expected = whole.feed(stream) + whole.close()
     parser, events, last = SSEParser(), [], 0
-    for cut in sorted({cut % (len(stream) + 1) for cut in cuts}) + [len(stream)]:
+    for cut in [*sorted({cut % (len(stream) + 1) for cut in cuts}), len(stream)]:
         events += parser.feed(stream[last:cut])
         last = cut
     assert events + parser.close() == expected
