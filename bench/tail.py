@@ -15,7 +15,10 @@ falls on both:
   (`record.open_ahead`, what `soev-evals run` does while its attempts run), against opened
   at the record;
 - lookup: `record.latest_prompts_versions` after `--rescores` materializations of each of
-  the runs' `verdicts`.
+  the runs' `verdicts`;
+- the three in turn (aggregate, pages, record), against the three as `soev-evals run`
+  does them: the record's first part (`record.Recording.graded`) on a thread while the
+  run is aggregated and its pages written, then its report (`Recording.finish`).
 
 It runs two runs first (the second has the first to compare with, as a project's runs
 usually do) through `soev_pipeline.api`, against the bundled reference assistant.
@@ -34,13 +37,19 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from throughput import prepare_instance, start_assistant, write_project
+
+if TYPE_CHECKING:
+    from soev_pipeline.api import Evaluation
 
 
 def _timed(work: Callable[[], object]) -> float:
@@ -66,6 +75,41 @@ def main() -> None:
     finally:
         process.terminate()
         process.wait()
+
+
+def _pages(evaluation: Evaluation) -> None:
+    from soev_pipeline.run.service import aggregate_run
+    from soev_pipeline.view import write_scoring_pages
+
+    assert evaluation.scoring is not None
+    made = aggregate_run(evaluation.archive, evaluation.scoring)
+    known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
+    write_scoring_pages(
+        evaluation.loaded,
+        evaluation.archive,
+        evaluation.scoring.path,
+        known=known,
+        comparison=made.report.previous,
+    )
+
+
+def in_turn(evaluation: Evaluation) -> None:
+    from soev_pipeline.orchestration import record
+
+    _pages(evaluation)
+    record.record(evaluation)
+
+
+def alongside(evaluation: Evaluation) -> None:
+    from soev_pipeline.orchestration import record
+
+    recording = record.Recording(evaluation.paths)
+    graded = replace(evaluation, report=None)
+    first = threading.Thread(target=recording.graded, args=(graded,))
+    first.start()
+    _pages(evaluation)
+    first.join()
+    recording.finish(evaluation)
 
 
 def measure(project: Path, repeat: int, rescores: int) -> None:
@@ -111,6 +155,10 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
         )
         times.setdefault("record, instance opened ahead", []).append(record_ahead())
         add("record, instance opened then", lambda: record.record(evaluation))
+        record.open_ahead(evaluation.paths)
+        add("the three in turn", lambda: in_turn(evaluation))
+        record.open_ahead(evaluation.paths)
+        add("the three, the record alongside", lambda: alongside(evaluation))
     with record.project_instance(evaluation.paths) as instance:
         key = asset_key("verdicts", None)
         for _ in range(rescores):

@@ -23,7 +23,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +49,6 @@ from soev_pipeline.run.service import (
     publish,
 )
 from soev_pipeline.runtime import Operation, RuntimeBindings, open_runtime
-from soev_pipeline.view import HTML_REPORT, write_scoring_pages
 
 __all__ = [
     "STEPS",
@@ -100,6 +99,8 @@ class Evaluation:
         """The self-contained HTML report the aggregate step wrote beside report.json."""
         if self.scoring is None or self.report is None:
             return None
+        from soev_pipeline.view.html_report import HTML_REPORT
+
         return self.scoring.path / HTML_REPORT
 
     def __repr__(self) -> str:
@@ -151,6 +152,7 @@ async def execute(
     offline: bool = False,
     progress: Progress | None = None,
     retry_unrun: bool | None = None,
+    graded: Callable[[Evaluation], object] | None = None,
 ) -> Evaluation:
     """Run `steps` of run `run_id`: the one composition of every front end.
 
@@ -180,6 +182,9 @@ async def execute(
         progress: where the steps report progress.
         retry_unrun: for `attempt`: run the attempts that did not run once more, after the
             others; None for the project's `system.retry_unrun` (true by default).
+        graded: called once the grade step is done and before the aggregate step, with
+            what the steps made so far (no report yet), on the event loop's thread: it must
+            not block. `soev-evals run` starts recording the run in Dagster there.
 
     Raises:
         ProjectError: a selection, a run id or the run archive is wrong; the message names
@@ -252,11 +257,16 @@ async def execute(
                     offline=offline,
                     progress=progress,
                 )
+            if graded is not None and scoring is not None:
+                graded(Evaluation(loaded, paths, archive, ordered, attempted, scoring, None))
             if "aggregate" in ordered:
                 scoring = scoring or Scoring.read(archive, latest_scoring(archive))
                 made = aggregate_run(archive, scoring, progress)
                 report = made.report
                 known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
+                # imported when needed: `soev-evals run` imports it while the attempts run
+                from soev_pipeline.view.html_report import write_scoring_pages
+
                 pages = write_scoring_pages(
                     loaded, archive, scoring.path, known=known, comparison=report.previous
                 )
@@ -278,6 +288,7 @@ async def evaluate_run(
     runs_dir: str | Path | None = None,
     progress: Progress | None = None,
     retry_unrun: bool | None = None,
+    graded: Callable[[Evaluation], object] | None = None,
 ) -> Evaluation:
     """Run a new evaluation (or resume one): every step of `execute`.
 
@@ -290,7 +301,7 @@ async def evaluate_run(
             resume.
         resume: run only the missing attempts of the archived run `run_id`; its selection
             and k are the manifest's.
-        runtime, runs_dir, progress, retry_unrun: as for `execute`.
+        runtime, runs_dir, progress, retry_unrun, graded: as for `execute`.
 
     Raises:
         ValueError: `resume` without a `run_id`.
@@ -307,6 +318,7 @@ async def evaluate_run(
         runs_dir=runs_dir,
         progress=progress,
         retry_unrun=retry_unrun,
+        graded=graded,
     )
 
 

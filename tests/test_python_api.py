@@ -202,3 +202,23 @@ def test_every_call_of_execute_leaves_the_same_files_and_publishes_only_a_new_ru
     assert reported.scoring.path == rescored.scoring.path  # the latest scoring, reported again
     with pytest.raises(ValueError, match="contiguous"):
         run_sync(execute(project_path, "e1", steps=["attempt", "aggregate"]))
+
+
+def test_graded_is_called_once_the_grade_step_is_done_before_the_report(
+    project_path: Path, system: FakeThreadAPI
+) -> None:
+    seen: list[tuple[tuple[str, ...], bool, bool]] = []
+
+    def graded(evaluation: soev_pipeline.Evaluation) -> None:
+        assert evaluation.scoring is not None and evaluation.attempted is not None
+        scoring = evaluation.scoring.path
+        reported = (scoring / "report.json").exists()
+        seen.append((evaluation.steps, evaluation.report is None, reported))
+
+    made = run_sync(
+        execute(project_path, "g1", selection=RunSelection(suites=("kern",)), graded=graded)
+    )
+    assert seen == [(("attempt", "grade", "aggregate"), True, False)]
+    assert made.report is not None
+    run_sync(execute(project_path, "g1", steps=["aggregate"], graded=graded))
+    assert len(seen) == 1  # no grade step, no call

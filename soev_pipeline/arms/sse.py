@@ -76,18 +76,19 @@ class SSEParser:
             self._after_cr = False
             if text[0] == "\n":
                 position = 1  # the LF of a CRLF that the previous chunk split
+        if "\r" in text:
+            lines, position = self._lines(text, position)
+        else:  # the usual stream: one split instead of a search a line
+            lines = text[position:].split("\n")
+            position = len(text) - len(lines.pop())
         events: list[ServerSentEvent] = []
-        while (match := _END_OF_LINE.search(text, position)) is not None:
-            line = text[position : match.start()]
+        for line in lines:
             if self._partial:
                 line = "".join(self._partial) + line
                 self._partial, self._partial_bytes = [], 0
             event = self._line(line)
             if event is not None:
                 events.append(event)
-            position = match.end()
-            if match.group() == "\r" and position == len(text):
-                self._after_cr = True
         rest = text[position:]
         if rest:
             self._partial.append(rest)
@@ -95,6 +96,17 @@ class SSEParser:
         if self._partial_bytes + self._size > self._max:
             raise SSEError(f"a frame is larger than {self._max} bytes")
         return events
+
+    def _lines(self, text: str, position: int) -> tuple[list[str], int]:
+        """The whole lines of `text` from `position` on, ended by CRLF, LF or CR, and where
+        the rest begins."""
+        lines: list[str] = []
+        while (match := _END_OF_LINE.search(text, position)) is not None:
+            lines.append(text[position : match.start()])
+            position = match.end()
+            if match.group() == "\r" and position == len(text):
+                self._after_cr = True
+        return lines, position
 
     def close(self) -> list[ServerSentEvent]:
         """End the stream. A cut event is dropped (see `pending`), never dispatched."""

@@ -9,10 +9,13 @@ import importlib
 import json
 import logging
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from soev_pipeline import api
+from soev_pipeline.core import transport
 from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.explain import explain, unwrap
@@ -21,6 +24,7 @@ from soev_pipeline.core.power import POWER
 from soev_pipeline.core.stats import ALPHA
 from soev_pipeline.project import (
     SEAL_FILE,
+    LoadedProject,
     ProjectPaths,
     load,
     load_for_sealing,
@@ -54,15 +58,18 @@ from .signals import interruption_name, interruption_status
 from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
+if TYPE_CHECKING:
+    from soev_pipeline.orchestration.record import Recording
+
 logger = logging.getLogger(__name__)
 
 
-def _after_the_run(paths: ProjectPaths) -> None:
+def _after_the_run(paths: ProjectPaths, loaded: LoadedProject) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
-    templates compiled, a figure drawn: `html_report.warm`), to record the run (Dagster,
-    and the project's instance opened with its storage connected: `record.open_ahead`)."""
+    templates compiled: `html_report.warm`), to record the run (Dagster, the project's
+    instance opened with its storage connected, the suites' versions: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
-    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths)
+    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths, loaded)
 
 
 def _close_ahead() -> None:
@@ -90,17 +97,32 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
     return ProjectPaths.of(path, getattr(args, "runs_dir", None))
 
 
+def _prepare_transport() -> None:
+    """`transport.prepare` on a thread of its own, while the project loads; an error is
+    dropped: it is raised again by the first request, where it is explained."""
+
+    def prepare() -> None:
+        try:
+            transport.prepare()
+        except Exception:
+            logger.debug("preparing the transport failed", exc_info=True)
+
+    threading.Thread(target=prepare, name="soev-transport", daemon=True).start()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Attempt, grade and aggregate the run (`soev_pipeline.api`), then record it in the
     project's Dagster instance and print its report."""
+    _prepare_transport()
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     resume = args.resume is not None
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths))
+    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths, loaded))
     progress.phase(f"run {run_id}")
+    recording = _Recorder(paths)
     try:
         evaluation = api.run_sync(
             api.evaluate_run(
@@ -114,10 +136,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runs_dir=paths.runs,
                 progress=progress,
                 retry_unrun=args.retry_unrun,
+                graded=recording.graded,
             )
         )
     except BaseException as exc:
         progress.close()
+        if not interrupted(exc):  # interrupted, it goes at once: each write is whole
+            recording.finish(None)
         _close_ahead()
         if interrupted(exc):
             _interrupted(RunArchive(paths.runs, run_id))
@@ -127,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise stopped from exc
         raise
     progress.close()
-    _record(evaluation)
+    recording.finish(evaluation)
     assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
     sys.stdout.write(f"archive: {evaluation.archive.location}\n")
@@ -178,11 +203,60 @@ def _record(evaluation: api.Evaluation) -> None:
     try:
         record(evaluation)
     except Exception as exc:
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        _notice(
-            f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
-            f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
+        _record_failed(evaluation, exc)
+
+
+def _record_failed(evaluation: api.Evaluation, exc: Exception) -> None:
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    _notice(
+        f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
+        f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
+    )
+
+
+class _Recorder:
+    """`run`'s record in Dagster (`record.Recording`), its first part on a thread of its own
+    while the run is aggregated and its pages are written, where it mostly waits on the
+    disk; a failure of either part is the warning of `_record`."""
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self._recording: Recording | None = None
+        self._thread: threading.Thread | None = None
+        self._error: Exception | None = None
+
+    def graded(self, evaluation: api.Evaluation) -> None:
+        """Start the first part (`api.execute` calls this on its event loop's thread)."""
+        self._thread = threading.Thread(
+            target=self._record_graded, args=(evaluation,), name="soev-record", daemon=True
         )
+        self._thread.start()
+
+    def _record_graded(self, evaluation: api.Evaluation) -> None:
+        try:
+            module = importlib.import_module("soev_pipeline.orchestration.record")
+            self._recording = module.Recording(self._paths)
+            self._recording.graded(evaluation)
+        except Exception as exc:
+            self._error = exc
+
+    def finish(self, evaluation: api.Evaluation | None) -> None:
+        """Wait for the first part and record the rest; with None (the run failed), only
+        wait and close."""
+        if self._thread is not None:
+            self._thread.join()
+        recording, error = self._recording, self._error
+        if recording is None and error is None:
+            if evaluation is not None:
+                _record(evaluation)
+            return
+        try:
+            if recording is not None:
+                recording.finish(None if error is not None else evaluation)
+        except Exception as exc:
+            error = error or exc
+        if error is not None and evaluation is not None:
+            _record_failed(evaluation, error)
 
 
 def _notice(text: str) -> None:

@@ -13,14 +13,20 @@ run goes stale when a prompt changes, and fresh when it is rescored, as a UI run
 
 from __future__ import annotations
 
+import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SqliteEventLogStorage,
+)
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 
 from soev_pipeline.api import Evaluation
 from soev_pipeline.core.canonical import digest
@@ -60,12 +66,14 @@ class Recorded:
     data_version: str
 
 
-def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
-    """The assets that `evaluation` of the project named `prefix` made, in the order of
-    their steps."""
+def recorded(
+    evaluation: Evaluation, prefix: str | None, names: Collection[str] = RUN_ASSETS
+) -> list[Recorded]:
+    """The assets of `names` that `evaluation` of the project named `prefix` made, in the
+    order of their steps."""
     archive, run_id = evaluation.archive, evaluation.archive.run_id
     items: list[Recorded] = []
-    if evaluation.attempted is not None:
+    if evaluation.attempted is not None and "evidence" in names:
         evidence = archive.evidence_file()
         size = evidence.stat().st_size if evidence.exists() else 0
         items.append(
@@ -77,7 +85,7 @@ def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
             )
         )
     scoring = evaluation.scoring
-    if scoring is not None and "grade" in evaluation.steps:
+    if scoring is not None and "grade" in evaluation.steps and "verdicts" in names:
         items.append(
             Recorded(
                 "verdicts",
@@ -86,7 +94,7 @@ def recorded(evaluation: Evaluation, prefix: str | None) -> list[Recorded]:
                 f"{run_id}/{scoring.path.name}",
             )
         )
-    if scoring is not None and evaluation.report is not None:
+    if scoring is not None and evaluation.report is not None and "report" in names:
         items.append(
             Recorded(
                 "report",
@@ -197,39 +205,84 @@ def record_evaluation(
     in_run: bool,
 ) -> None:
     """Record a run that no asset job made: its inputs, then each asset it made (each with
-    its provenance as recorded once the assets before it are), then the checks.
+    its provenance as recorded once the assets before it are), with their checks: what the
+    attempt and grade steps made (`record_graded`), then the report (`record_report`).
 
     `in_run` says that a Dagster run logs the events (the check of `report` is then the
     partition's); reported from outside a run, the check is the asset's, naming the run in
     its metadata: Dagster 1.13 stores one reported evaluation per partition, and a second
     one (after a rescore) breaks a unique key of its storage.
     """
+    record_graded(evaluation, instance, emit, prefix=prefix, launched_by=launched_by)
+    record_report(evaluation, instance, emit, prefix=prefix, launched_by=launched_by, in_run=in_run)
+
+
+def _materialize(
+    evaluation: Evaluation,
+    item: Recorded,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+) -> None:
+    tags = {
+        LAUNCHED_BY: launched_by,
+        **provenance(instance, evaluation.loaded, item.name, item.partition, prefix),
+        **data_version_tags(item.data_version),
+    }
+    emit(
+        dg.AssetMaterialization(
+            asset_key(item.name, prefix),
+            partition=item.partition,
+            metadata=dict(item.metadata),
+            tags=tags,
+        )
+    )
+
+
+def record_graded(
+    evaluation: Evaluation,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+) -> None:
+    """The first part of `record_evaluation`: the run's inputs, its partition, the assets
+    of its attempt and grade steps (`evidence`, `verdicts`) and the check of `verdicts`.
+    It needs no report: `soev-evals run` records it while the run is aggregated."""
     loaded, run_id = evaluation.loaded, evaluation.archive.run_id
     suites = evaluation.archive.manifest().suites
     record_inputs(loaded, suites, instance, emit, prefix=prefix, launched_by=launched_by)
     add_run(instance, run_id, prefix)
-    for item in recorded(evaluation, prefix):
-        tags = {
-            LAUNCHED_BY: launched_by,
-            **provenance(instance, loaded, item.name, item.partition, prefix),
-            **data_version_tags(item.data_version),
-        }
-        emit(
-            dg.AssetMaterialization(
-                asset_key(item.name, prefix),
-                partition=item.partition,
-                metadata=dict(item.metadata),
-                tags=tags,
-            )
-        )
-    if evaluation.report is not None:
-        regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
-        emit(regression.evaluation(asset_key("report", prefix), run_id if in_run else None))
+    for item in recorded(evaluation, prefix, ("evidence", "verdicts")):
+        _materialize(evaluation, item, instance, emit, prefix=prefix, launched_by=launched_by)
     if "grade" in evaluation.steps:
         current = metadata.prompts_check(
             loaded.prompts_version, latest_prompts_versions(instance, asset_key("verdicts", prefix))
         )
         emit(current.evaluation(asset_key("verdicts", prefix), None))
+
+
+def record_report(
+    evaluation: Evaluation,
+    instance: dg.DagsterInstance,
+    emit: Callable[[Event], object],
+    *,
+    prefix: str | None,
+    launched_by: str,
+    in_run: bool,
+) -> None:
+    """The second part of `record_evaluation`: the `report` asset and its check, when the
+    evaluation has a report (see `record_evaluation` for `in_run`)."""
+    if evaluation.report is None:
+        return
+    run_id = evaluation.archive.run_id
+    for item in recorded(evaluation, prefix, ("report",)):
+        _materialize(evaluation, item, instance, emit, prefix=prefix, launched_by=launched_by)
+    regression = metadata.regression(evaluation.report, run_id=None if in_run else run_id)
+    emit(regression.evaluation(asset_key("report", prefix), run_id if in_run else None))
 
 
 PAGE = 500
@@ -281,12 +334,62 @@ def record(evaluation: Evaluation) -> None:
         )
 
 
+class Recording:
+    """The record of one run in two parts, the first while the run is aggregated: what the
+    attempt and grade steps made (`graded`), then the report (`finish`). Each write is a
+    commit of its own, as in `record`; the record is whole when `finish` returns. Both
+    parts write to the instance opened ahead (`open_ahead`), if it was, held open
+    (`held_open`) from `graded` until `finish`. `soev-evals run` calls `graded` on a thread
+    of its own, once the grade step is done (`api.execute`'s `graded`).
+    """
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self._prefix = prefix_of(paths.project_file)
+        self._opened = ExitStack()
+        self._instance: dg.DagsterInstance | None = None
+
+    def graded(self, evaluation: Evaluation) -> None:
+        """Record what the attempt and grade steps of `evaluation` made (`record_graded`)."""
+        instance = self._opened.enter_context(_instance(self._paths))
+        self._instance = instance
+        record_graded(
+            evaluation,
+            instance,
+            instance.report_runless_asset_event,
+            prefix=self._prefix,
+            launched_by="cli",
+        )
+
+    def finish(self, evaluation: Evaluation | None) -> None:
+        """Record the rest of `evaluation` (all of it without `graded` before; nothing when
+        None: the run stopped), and close the instance."""
+        try:
+            if evaluation is None:
+                return
+            if self._instance is None:
+                record(evaluation)
+                return
+            record_report(
+                evaluation,
+                self._instance,
+                self._instance.report_runless_asset_event,
+                prefix=self._prefix,
+                launched_by="cli",
+                in_run=False,
+            )
+        finally:
+            self._opened.close()
+
+
 _AHEAD: dict[Path, dg.DagsterInstance] = {}
 _AHEAD_LOCK = threading.Lock()
 
 
-def open_ahead(paths: ProjectPaths) -> None:
-    """Open the project's instance and connect its storage ahead of `record`.
+def open_ahead(paths: ProjectPaths, loaded: LoadedProject | None = None) -> None:
+    """Open the project's instance and connect its storage ahead of `record`, and compute
+    the data version of each suite of `loaded` that the record compares with the recorded
+    one (`Suite.digest`, computed once: 20 ms for 2,000 cases).
 
     Opening a SQLite instance imports its storage modules and checks the schema version of
     each database it touches (the runs, the event index, the shard of events no run made):
@@ -294,6 +397,8 @@ def open_ahead(paths: ProjectPaths) -> None:
     so that the record after the last attempt only writes. The instance stays open until
     `record` takes it, or `close_ahead`.
     """
+    for suite in loaded.suites if loaded is not None else ():
+        metadata.suite_version(suite)
     prefix, home = prefix_of(paths.project_file), paths.dagster_home
     with project_instance(paths, close=False) as instance:
         instance.has_dynamic_partition(runs_partitions(prefix), "soev")  # the run storage
@@ -314,15 +419,50 @@ def close_ahead() -> None:
         instance.dispose()
 
 
+def written_databases(instance: dg.DagsterInstance) -> list[Path]:
+    """The SQLite files a record writes to, when the instance keeps its storage in SQLite:
+    the run storage (the run partitions), the event log's shard of the events no run made,
+    and its index. Empty for another storage (Postgres)."""
+    files: list[Path] = []
+    runs = instance.run_storage
+    if isinstance(runs, SqliteRunStorage) and runs._conn_string.startswith(_SQLITE_URL):
+        files.append(Path(runs._conn_string.removeprefix(_SQLITE_URL)))
+    events = instance.event_log_storage
+    if isinstance(events, SqliteEventLogStorage):
+        files += [Path(events.path_for_shard(shard)) for shard in (RUNLESS, INDEX_SHARD_NAME)]
+    return [file for file in files if file.exists()]
+
+
+_SQLITE_URL = "sqlite:///"
+
+
+@contextmanager
+def held_open(instance: dg.DagsterInstance) -> Iterator[None]:
+    """Keep a connection open to each SQLite database the record writes, while it writes.
+
+    Dagster's SQLite storage connects anew for each read and write, and its databases are
+    in write-ahead-log mode: the last connection to close checkpoints the log into the
+    database and deletes it, a few milliseconds of synced writes, about thirty times a
+    record. With one connection held open, each of Dagster's is never the last: the log is
+    checkpointed once, when the held one closes. Every commit is as durable as before.
+    """
+    with ExitStack() as stack:
+        for file in written_databases(instance):
+            held = stack.enter_context(closing(sqlite3.connect(file, check_same_thread=False)))
+            held.execute("PRAGMA schema_version").fetchone()  # it joins the log only once read
+        yield
+
+
 @contextmanager
 def _instance(paths: ProjectPaths) -> Iterator[dg.DagsterInstance]:
     with _AHEAD_LOCK:
         ahead = _AHEAD.pop(paths.dagster_home, None)
     if ahead is None:
-        with project_instance(paths) as instance:
+        with project_instance(paths) as instance, held_open(instance):
             yield instance
         return
     try:
-        yield ahead
+        with held_open(ahead):
+            yield ahead
     finally:
         ahead.dispose()

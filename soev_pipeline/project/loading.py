@@ -54,7 +54,12 @@ class Suite:
     """The file of each case, in the order of `cases`."""
 
     def digest(self) -> str:
-        """The SHA-256 over the digests of the suite's cases, in order."""
+        """The SHA-256 over the digests of the suite's cases, in order; computed once (the
+        suite and its cases are frozen)."""
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> str:
         return digest([[case.id, case.digest()] for case in self.cases])
 
 

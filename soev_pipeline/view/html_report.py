@@ -27,7 +27,6 @@ from .case_pages import CasePage, ComparePage, case_page, compare_page
 from .i18n import DEFAULT_LANGUAGE, Language, speaking
 from .index import RunIndex
 from .pages import Filters, case_row, run_forest, run_page, when
-from .plots import Point, forest
 from .render import FileLinks, environment, file_csp, render, stylesheet
 from .saved_index import INDEX, save_index
 from .store import NotFound, RunStore, report_of
@@ -83,12 +82,10 @@ def _within(units: list[CorpusUnit], budget: int) -> list[CorpusUnit]:
 
 def warm() -> None:
     """Do what the first report of a process does once, ahead of it: compile the report's
-    templates, and draw a figure (matplotlib loads its fonts and its SVG writer). `soev-evals
-    run` calls this on a thread while its attempts run, so that its report costs less after
-    the last attempt."""
+    templates. `soev-evals run` calls this on a thread while its attempts run, so that its
+    report costs less after the last attempt."""
     for template in ("report.html", "_case_body.html", "_compare_body.html", "_run_body.html"):
         environment().get_template(template)
-    forest("warm", [("warm", Point(0.5, 0.25, 0.75))])
 
 
 def render_html_report(store: RunStore, run_id: str) -> str:

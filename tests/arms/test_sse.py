@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soev_pipeline.arms import ServerSentEvent, SSEError, SSEParser, iter_events
 
@@ -95,3 +97,27 @@ async def test_iter_events_over_chunks(anyio_backend: str) -> None:
         yield STREAM[30:]
 
     assert [event async for event in iter_events(chunks())] == EXPECTED
+
+
+PIECES = [b"data: a", b"data:b", b"event: e", b"id: 3", b": c", b"\n", b"\r", b"\r\n", b"\xc3\xa9"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), max_size=40),
+    cuts=st.lists(st.integers(0, 400), max_size=10),
+)
+def test_any_chunking_gives_the_events_of_the_whole_stream(
+    pieces: list[bytes], cuts: list[int]
+) -> None:
+    """Chunks with a CR and chunks without one take different paths; each way, and across
+    CRLFs that chunks split, the events are those of the stream read at once."""
+    stream = b"".join(pieces)
+    whole = SSEParser()
+    expected = whole.feed(stream) + whole.close()
+    parser, events, last = SSEParser(), [], 0
+    for cut in [*sorted({cut % (len(stream) + 1) for cut in cuts}), len(stream)]:
+        events += parser.feed(stream[last:cut])
+        last = cut
+    assert events + parser.close() == expected
+    assert parser.pending == whole.pending

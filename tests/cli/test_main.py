@@ -104,3 +104,23 @@ def test_the_console_script_makes_the_collector_run_less_often(
         assert cli_main.COLLECTOR_THRESHOLDS[0] > before[0]
     finally:
         gc.set_threshold(*before)
+
+
+def test_run_prepares_the_transport_on_a_thread_before_it_loads_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    from soev_pipeline.cli import commands
+    from soev_pipeline.cli.main import main
+
+    prepared = threading.Event()
+
+    def prepare() -> None:
+        assert threading.current_thread().name == "soev-transport"
+        prepared.set()
+
+    monkeypatch.setattr(commands.transport, "prepare", prepare)
+    status = main(["run", "--project", str(tmp_path / "missing.yaml")])
+    assert status != 0 and "no such project file" in capsys.readouterr().err
+    assert prepared.wait(10)  # started before the project was found missing

@@ -462,3 +462,17 @@ def test_the_default_tls_context_is_made_once_and_checks_certificates() -> None:
     context = default_tls_context()
     assert default_tls_context() is context
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+def test_prepare_imports_aiohttp_and_makes_the_tls_context_ahead() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from soev_pipeline.core import transport; "
+        "before = 'aiohttp' in sys.modules; transport.prepare(); "
+        "made = transport.default_tls_context.cache_info().currsize; "
+        "sys.exit(0 if not before and 'aiohttp' in sys.modules and made == 1 else 1)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -120,3 +120,27 @@ def test_a_cli_run_is_recorded_like_a_ui_run(
         suites = instance.fetch_materializations(dg.AssetKey("suites"), limit=10).records
         assert len(suites) == suites_before
         assert _checks(instance, "verdicts", "graded_with_current_prompts")[0] is False  # u1
+
+
+@pytest.mark.parametrize("part", ["record_graded", "record_report"])
+def test_a_record_that_fails_in_either_part_is_a_warning_after_a_finished_run(
+    part: str,
+    project_path: Path,
+    system: FakeThreadAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first part is recorded on a thread while the run is aggregated: its failure
+    too reaches the user as the one warning, and the run is archived whole."""
+    from soev_pipeline.orchestration import record
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(record, part, broken)
+    result = invoke("run", "--project", project_path, "--run-id", "w1", "--suite", "kern")
+    assert result.status == 0, result.err
+    assert "recording it in Dagster failed (RuntimeError: database is locked)" in result.err
+    assert "`soev-evals rescore w1` records it again" in result.err
+    assert (project_path.parent / "runs" / "w1").is_dir()

@@ -75,3 +75,48 @@ def test_the_instance_opened_ahead_is_the_one_the_record_writes_to(
     assert list(record._AHEAD) == [paths.dagster_home]
     record.close_ahead()  # a run that failed: nothing left open for a later record
     assert record._AHEAD == {}
+
+
+def test_the_record_keeps_each_database_open_so_its_log_is_checkpointed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    paths = ProjectPaths.of(tmp_path / "project.yaml")
+    with record._instance(paths) as instance:  # makes the databases
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY, partition="r0"))
+    with record._instance(paths) as instance:
+        files = record.written_databases(instance)
+        assert [file.name for file in files] == ["runs.db", ".db", "index.db"]
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY, partition="r1"))
+        # Dagster's connection closed after the write; the held one keeps the log
+        assert all(file.with_name(file.name + "-wal").exists() for file in files[1:])
+    assert not any(file.with_name(file.name + "-wal").exists() for file in files)
+    with dg.DagsterInstance.get() as reopened:  # every write is in the databases
+        partitions = {
+            item.asset_materialization.partition
+            for item in reopened.fetch_materializations(KEY, limit=5).records
+            if item.asset_materialization is not None
+        }
+    assert partitions == {"r0", "r1"}
+
+
+def test_the_suites_versions_are_computed_ahead_of_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from soev_pipeline.core.models import Case
+    from soev_pipeline.orchestration import metadata
+    from soev_pipeline.project import load
+    from tests.support.project import write_project
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    url = "http://127.0.0.1:9/"
+    loaded = load(write_project(tmp_path / "p", url, url + "v1/"))
+    paths = ProjectPaths.of(loaded.path)
+    record.open_ahead(paths, loaded)
+    record.close_ahead()
+
+    def unexpected(case: Case) -> str:
+        raise AssertionError(f"{case.id}: digested again, after the run")
+
+    monkeypatch.setattr(Case, "digest", unexpected)
+    assert all(len(metadata.suite_version(suite)) == 16 for suite in loaded.suites)

@@ -292,3 +292,21 @@ def test_read_project_reads_the_file_alone(path: Path) -> None:
     assert read_project(path).name == "wetwijzer"
     with pytest.raises(OSError):
         read_project(path.parent / "nope.yaml")
+
+
+def test_a_suites_digest_is_computed_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from soev_pipeline.core.models import Case
+
+    suite = load(path).suite("kern")
+    calls: list[str] = []
+    digest = Case.digest
+
+    def counted(case: Case) -> str:
+        calls.append(case.id)
+        return digest(case)
+
+    monkeypatch.setattr(Case, "digest", counted)
+    first = suite.digest()
+    assert suite.digest() == first and len(calls) == len(suite.cases)
+    assert dataclasses.replace(suite).digest() == first  # an equal suite computes its own
+    assert len(calls) == 2 * len(suite.cases)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -12,7 +13,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.run import RunArchive
 from soev_pipeline.run.service import aggregate_run
 from soev_pipeline.view import html_report, store, write_html_report, write_scoring_pages
-from soev_pipeline.view.plots import Point, forest, trend
+from soev_pipeline.view.plots import BAND, GRID, Point, forest, trend
 from soev_pipeline.view.render import anchor, csp_hash, stylesheet
 from tests.support.project import SECRET, TEST_IDS
 from tests.view.conftest import MOMENT, TwoRuns
@@ -154,3 +155,34 @@ def test_a_new_scorings_pages_reuse_what_its_aggregate_step_compared(
 def _unplotted(html: bytes) -> bytes:
     """The page without its plots, whose SVG differs from one drawing to the next."""
     return re.sub(rb"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+", b"plot", html)
+
+
+def test_the_forest_shows_each_group_with_its_band_and_dot_on_a_0_to_100_axis() -> None:
+    rows = [
+        ("overall", Point(0.5, 0.25, 0.75)),
+        ("suite <a&b>", Point(None, None, None)),
+        ("test", Point(1.0, 0.9, 1.0)),
+    ]
+    plot = forest("Pass rate", rows)
+    root = ElementTree.fromstring(_svg(plot.uri).encode("utf-8"))  # well-formed: escaped
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [element.text for element in root.iter(f"{ns}text")]
+    assert texts[0] == "Pass rate"
+    assert [text for text in texts if text and text.endswith(" %")] == [
+        f"{tick} %" for tick in range(0, 101, 20)
+    ]
+    assert texts[-3:] == ["overall", "suite <a&b>", "test"]
+    lines = list(root.iter(f"{ns}line"))
+    grid = sorted(float(line.get("x1", "")) for line in lines if line.get("stroke") == GRID)
+    zero, hundred = grid[0], grid[-1]
+    bands = [
+        (float(line.get("x1", "")), float(line.get("x2", "")))
+        for line in lines
+        if line.get("stroke") == BAND
+    ]
+    dots = [float(circle.get("cx", "")) for circle in root.iter(f"{ns}circle")]
+    assert len(grid) == 6 and len(dots) == len(bands) == 2  # no rate: neither band nor dot
+    assert zero < bands[0][0] < dots[0] < bands[0][1] < bands[1][0] < dots[1] == hundred
+    assert dots[0] == pytest.approx((zero + hundred) / 2)
+    assert bands[0][0] == pytest.approx(zero + (hundred - zero) / 4)
+    assert plot.alt == "Pass rate: overall 50.0 %; test 100.0 %"

@@ -26,3 +26,16 @@ def test_the_viewer_imports_without_dagster() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr or "the viewer imports dagster"
+
+
+def test_the_run_command_imports_neither_the_report_nor_the_web_application() -> None:
+    """`soev-evals run` imports the HTML report's code on its start-up thread while the
+    first requests are in flight, and never the web application."""
+    code = (
+        "import sys, soev_pipeline.api, soev_pipeline.cli.main, soev_pipeline.cli.commands; "
+        "heavy = [m for m in ('soev_pipeline.view.html_report', 'soev_pipeline.view.app', "
+        "'starlette', 'jinja2', 'matplotlib') if m in sys.modules]; "
+        "sys.exit(str(heavy) if heavy else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
