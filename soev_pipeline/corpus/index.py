@@ -46,7 +46,19 @@ def normalize_text(text: str) -> str:
     quotes and dashes (`’` is `'`, `“` is `"`, `–` and `—` are `-`), soft hyphens and
     zero-width characters, letter case, and runs of whitespace (one space).
     """
-    return " ".join(unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold().split())
+    return " ".join(_folded(text).split())
+
+
+def _folded(text: str) -> str:
+    """`text` in compatibility form, with plain quotes and dashes, case-folded.
+
+    ASCII text is its own compatibility form and its one typographic mark is the
+    backtick, so lowering its case and plain quotes are all there is to do (the common
+    case, and several times cheaper).
+    """
+    if text.isascii():
+        return text.lower().replace("`", "'")
+    return unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold()
 
 
 def quote_fragments(quote: str) -> tuple[str, ...]:
@@ -93,12 +105,22 @@ def holds(text: str, fragments: Sequence[str]) -> bool:
     return True
 
 
+_PAIR = 0x9E3779B97F4A7C15 - (1 << 64)
+"""The odd multiplier that combines the hashes of two adjacent words into the pair's."""
+
+
+def _pair_hash(first: int, second: int) -> int:
+    """The term of a word pair: the low bits that `QuoteIndex` keeps are those of the same
+    sum of products in wrapping 64-bit arithmetic, which is how `_block_pairs` makes it."""
+    return first * _PAIR + second
+
+
 def _query_terms(fragment: str) -> set[int]:
     """The hashes that a unit holding `fragment` must have: its word pairs, or its one word."""
-    tokens = _WORD.findall(fragment)
-    if len(tokens) == 1:
-        return {hash(tokens[0])}
-    return set(map(hash, pairwise(tokens)))
+    words = [hash(token) for token in _WORD.findall(fragment)]
+    if len(words) == 1:
+        return set(words)
+    return {_pair_hash(first, second) for first, second in pairwise(words)}
 
 
 NORMALIZED_UNITS = 1024
@@ -110,29 +132,39 @@ _BLOCK = 4096
 def _block_pairs(
     units: Sequence[CorpusUnit], first: int, end: int, unit_bits: int, hash_mask: int
 ) -> IntArray:
-    """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`."""
+    """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`.
+
+    Only the words are hashed one by one; the terms of the word pairs are computed from
+    them with numpy, for the whole block at once.
+    """
     import numpy as np
 
-    terms = array("q")
+    hashes = array("q")
     counts = array("q")
     for unit in units[first:end]:
-        tokens = _WORD.findall(normalize_text(unit.text))
-        before = len(terms)
-        terms.extend(map(hash, tokens))
-        terms.extend(map(hash, pairwise(tokens)))
-        counts.append(len(terms) - before)
-    if not terms:
+        # the words of the normalized text are those of the folded text: normalizing
+        # only joins runs of whitespace, which no word holds
+        tokens = _WORD.findall(_folded(unit.text))
+        hashes.extend(map(hash, tokens))
+        counts.append(len(tokens))
+    if not hashes:
         return np.zeros(0, np.int64)
-    pairs = np.frombuffer(terms, dtype=np.int64).copy()
-    del terms
-    pairs &= hash_mask
-    pairs <<= unit_bits
-    pairs |= np.repeat(np.arange(first, end, dtype=np.int64), np.frombuffer(counts, np.int64))
-    pairs.sort()
-    keep = np.empty(len(pairs), dtype=bool)
+    words = np.frombuffer(hashes, dtype=np.int64)
+    owners = np.repeat(np.arange(first, end, dtype=np.int64), np.frombuffer(counts, np.int64))
+    del counts
+    within = owners[:-1] == owners[1:]  # a pair that does not run from one unit into the next
+    pairs = words[:-1] * np.int64(_PAIR) + words[1:]
+    terms = np.concatenate((words, pairs[within]))
+    del pairs, words
+    terms &= hash_mask
+    terms <<= unit_bits
+    terms |= np.concatenate((owners, owners[:-1][within]))
+    del owners, within
+    terms.sort()
+    keep = np.empty(len(terms), dtype=bool)
     keep[0] = True
-    np.not_equal(pairs[1:], pairs[:-1], out=keep[1:])
-    return pairs[keep]
+    np.not_equal(terms[1:], terms[:-1], out=keep[1:])
+    return terms[keep]
 
 
 class QuoteIndex:

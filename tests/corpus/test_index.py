@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import numpy as np
 import pytest
@@ -131,3 +132,30 @@ def test_an_index_built_in_blocks_equals_one_built_at_once(
         assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
     assert blocks.find("zes weken en de") == "X/artikel-1"
     assert QuoteIndex.build([]).find("zes") is None
+
+
+def test_no_word_pair_runs_from_one_unit_into_the_next() -> None:
+    units = [CorpusUnit("a/artikel-1", "alfa beta"), CorpusUnit("b/artikel-1", "gamma delta")]
+    index = QuoteIndex.build(units)
+    assert index.candidates(("beta gamma",)) == []
+    assert index.candidates(("gamma delta",)) == [1]
+    assert index.candidates(("alfa beta",)) == [0]
+
+
+def test_ascii_text_is_folded_as_the_full_normalization_folds_it() -> None:
+    """The ASCII shortcut of normalization gives what NFKC, the typography and case
+    folding give."""
+    rng = random.Random(5)
+    alphabet = [chr(code) for code in range(128)]
+    for _ in range(500):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 40)))
+        full = unicodedata.normalize("NFKC", text).translate(index_module._TYPOGRAPHY).casefold()
+        assert index_module._folded(text) == full
+        assert normalize_text(text) == " ".join(full.split())
+
+
+def test_units_with_typography_are_indexed_by_their_normalized_words() -> None:
+    units = [CorpusUnit("a/artikel-1", "Het Hof te ’s‑Gravenhage — beslist"), CorpusUnit("b/x", "")]
+    index = QuoteIndex.build(units)
+    assert index.find("hof te 's-gravenhage - beslist") == "a/artikel-1"
+    assert index.candidates(("te 's",)) == [0]
