@@ -94,7 +94,30 @@ class CorpusLookup:
 _FIELDS = {"id", "text", "law", "aliases", "article"}
 
 
-def _unit(raw: Any, where: str) -> CorpusUnit:
+def _unit(raw: Any, where: Callable[[], str]) -> CorpusUnit:
+    """The unit of one parsed line; `where()` names the line in an error.
+
+    A well-formed unit (the common case) is taken at once; anything else goes through
+    `_checked_unit`, which accepts what it accepts and says what is wrong otherwise.
+    """
+    if type(raw) is dict and raw.keys() <= _FIELDS:
+        unit_id, text = raw.get("id"), raw.get("text")
+        law, article, aliases = raw.get("law"), raw.get("article"), raw.get("aliases")
+        if (
+            type(unit_id) is str
+            and unit_id.strip()
+            and type(text) is str
+            and (law is None or type(law) is str)
+            and (article is None or type(article) is str)
+            and (
+                aliases is None or (type(aliases) is list and all(type(a) is str for a in aliases))
+            )
+        ):
+            return CorpusUnit(unit_id, text, law, tuple(aliases) if aliases else (), article)
+    return _checked_unit(raw, where())
+
+
+def _checked_unit(raw: Any, where: str) -> CorpusUnit:
     if not isinstance(raw, dict):
         raise ProjectError(f"{where}: a corpus unit must be a JSON object")
     unknown = sorted(set(raw) - _FIELDS)
@@ -121,7 +144,7 @@ def _unit(raw: Any, where: str) -> CorpusUnit:
 
 
 def load_corpus(path: Path) -> CorpusLookup:
-    """Read the corpus lookup at `path`.
+    """Read the corpus lookup at `path`, a line at a time.
 
     Raises:
         ProjectError: a line is not a unit, or two units have the same id; the message
@@ -130,14 +153,18 @@ def load_corpus(path: Path) -> CorpusLookup:
     """
     units: dict[str, CorpusUnit] = {}
     offset = 0
+    number = 0
+
+    def where() -> str:  # made only for an error: a large corpus has many lines
+        return f"{path}: line {number}"
+
     with path.open("rb") as lines:
         for number, data in enumerate(lines, start=1):
-            where = f"{path}: line {number}"
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ProjectError(
-                    f"{where}: byte {offset + exc.start}: not UTF-8 text ({exc.reason})"
+                    f"{where()}: byte {offset + exc.start}: not UTF-8 text ({exc.reason})"
                 ) from None
             offset += len(data)
             if number == 1:
@@ -147,9 +174,9 @@ def load_corpus(path: Path) -> CorpusLookup:
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ProjectError(f"{where}: not valid JSON ({exc.msg})") from None
+                raise ProjectError(f"{where()}: not valid JSON ({exc.msg})") from None
             unit = _unit(raw, where)
             if unit.id in units:
-                raise ProjectError(f"{where}: duplicate unit id {unit.id!r}")
+                raise ProjectError(f"{where()}: duplicate unit id {unit.id!r}")
             units[unit.id] = unit
     return CorpusLookup(units)
