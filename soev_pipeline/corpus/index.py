@@ -21,8 +21,6 @@ if TYPE_CHECKING:  # numpy is imported when an index is built: a tenth of a seco
     import numpy as np
     import numpy.typing as npt
 
-    from .unit import CorpusUnit
-
     IntArray = npt.NDArray[np.int64]
 
 _WORD = re.compile(r"\w+")
@@ -130,9 +128,9 @@ _BLOCK = 4096
 
 
 def _block_pairs(
-    units: Sequence[CorpusUnit], first: int, end: int, unit_bits: int, hash_mask: int
+    texts: Sequence[str], first: int, end: int, unit_bits: int, hash_mask: int
 ) -> IntArray:
-    """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`.
+    """The sorted, distinct (term, unit) pairs of `texts[first:end]`, packed as in `build`.
 
     Only the words are hashed one by one; the terms of the word pairs are computed from
     them with numpy, for the whole block at once.
@@ -141,10 +139,10 @@ def _block_pairs(
 
     hashes = array("q")
     counts = array("q")
-    for unit in units[first:end]:
+    for text in texts[first:end]:
         # the words of the normalized text are those of the folded text: normalizing
         # only joins runs of whitespace, which no word holds
-        tokens = _WORD.findall(_folded(unit.text))
+        tokens = _WORD.findall(_folded(text))
         hashes.extend(map(hash, tokens))
         counts.append(len(tokens))
     if not hashes:
@@ -184,13 +182,15 @@ class QuoteIndex:
 
     def __init__(
         self,
-        units: Sequence[CorpusUnit],
+        ids: Sequence[str],
+        texts: Sequence[str],
         keys: IntArray,
         starts: IntArray,
         postings: npt.NDArray[np.int32],
         hash_mask: int,
     ) -> None:
-        self._units = units
+        self._ids = ids
+        self._unit_texts = texts
         self._keys = keys
         self._starts = starts
         self._postings = postings
@@ -200,8 +200,8 @@ class QuoteIndex:
         (the attempts of a case quote the same articles) is checked against the same units."""
 
     @classmethod
-    def build(cls, units: Sequence[CorpusUnit]) -> QuoteIndex:
-        """Index the words and word pairs of every unit of `units`, in one pass.
+    def build(cls, ids: Sequence[str], texts: Sequence[str]) -> QuoteIndex:
+        """Index the words and word pairs of the units with `ids` and `texts`, in one pass.
 
         Each (term, unit) pair is packed into one 63-bit integer: the low bits hold the
         unit's position, the high bits a hash of the term. One in-place sort of those
@@ -211,13 +211,15 @@ class QuoteIndex:
         """
         import numpy as np
 
-        unit_bits = max(1, (len(units) - 1).bit_length())
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} unit ids, but {len(texts)} texts")
+        unit_bits = max(1, (len(ids) - 1).bit_length())
         hash_mask = (1 << (63 - unit_bits)) - 1
         # a block of units at a time, each block's pairs sorted and without repeats, so
         # that the repeats of a unit never sit in memory all at once
         blocks = [
-            _block_pairs(units, first, min(first + _BLOCK, len(units)), unit_bits, hash_mask)
-            for first in range(0, len(units), _BLOCK)
+            _block_pairs(texts, first, min(first + _BLOCK, len(ids)), unit_bits, hash_mask)
+            for first in range(0, len(ids), _BLOCK)
         ]
         pairs = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
         del blocks
@@ -232,7 +234,7 @@ class QuoteIndex:
         else:
             starts, keys = np.zeros(1, np.int64), np.zeros(0, np.int64)
         del pairs
-        return cls(list(units), np.ascontiguousarray(keys), starts, postings, hash_mask)
+        return cls(ids, texts, np.ascontiguousarray(keys), starts, postings, hash_mask)
 
     @property
     def nbytes(self) -> int:
@@ -275,7 +277,7 @@ class QuoteIndex:
             return None
         for position in self.candidates(fragments):
             if holds(self._normalized(position), fragments):
-                return self._units[position].id
+                return self._ids[position]
         return None
 
     def _normalized(self, position: int) -> str:
@@ -283,5 +285,5 @@ class QuoteIndex:
         if text is None:
             if len(self._texts) >= NORMALIZED_UNITS:
                 self._texts.clear()
-            text = self._texts[position] = normalize_text(self._units[position].text)
+            text = self._texts[position] = normalize_text(self._unit_texts[position])
         return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +13,7 @@ from soev_pipeline.core.errors import ProjectError
 
 from .index import QuoteIndex
 from .mentions import MentionIndex
+from .store import UnitStore
 from .unit import CorpusUnit
 
 T = TypeVar("T")
@@ -24,20 +25,17 @@ class CorpusLookup:
 
     Indexes are built on first use and shared by every attempt a command grades; build
     them up front with `warm()` when the cost should not land on the first attempt.
+    The units are held compactly (`UnitStore`), so that forked grading workers share them.
     """
 
-    units: Mapping[str, CorpusUnit]
+    units: UnitStore
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def from_units(cls, units: Iterable[CorpusUnit]) -> CorpusLookup:
-        by_id: dict[str, CorpusUnit] = {}
-        for unit in units:
-            if unit.id in by_id:
-                raise ValueError(f"duplicate unit id {unit.id!r}")
-            by_id[unit.id] = unit
-        return cls(by_id)
+        """The lookup of `units`. Raises ValueError when two have the same id."""
+        return cls(UnitStore(units))
 
     def __contains__(self, unit_id: object) -> bool:
         return unit_id in self.units
@@ -65,11 +63,11 @@ class CorpusLookup:
 
     def quote_index(self) -> QuoteIndex:
         """The index that finds the unit holding a quote (`citations.quotes_verbatim`)."""
-        return self.cached("quotes", lambda: QuoteIndex.build(list(self.units.values())))
+        return self.cached("quotes", lambda: QuoteIndex.build(self.units.ids, self.units.texts))
 
     def mention_index(self) -> MentionIndex:
         """The (law, article) index of `citations.mentions_in_corpus`."""
-        return self.cached("mentions", lambda: MentionIndex.build(self.units.values()))
+        return self.cached("mentions", lambda: MentionIndex.build(self.units.labels()))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the units only: an index holds hashes of this process, so it is rebuilt."""
@@ -151,7 +149,12 @@ def load_corpus(path: Path) -> CorpusLookup:
             names the file and the line.
         OSError: the file cannot be read.
     """
-    units: dict[str, CorpusUnit] = {}
+    return CorpusLookup(UnitStore(_read_units(path)))
+
+
+def _read_units(path: Path) -> Iterator[CorpusUnit]:
+    """The units of the corpus file at `path`, each checked as it is read."""
+    seen: set[str] = set()
     offset = 0
     number = 0
 
@@ -176,7 +179,7 @@ def load_corpus(path: Path) -> CorpusLookup:
             except json.JSONDecodeError as exc:
                 raise ProjectError(f"{where()}: not valid JSON ({exc.msg})") from None
             unit = _unit(raw, where)
-            if unit.id in units:
+            if unit.id in seen:
                 raise ProjectError(f"{where()}: duplicate unit id {unit.id!r}")
-            units[unit.id] = unit
-    return CorpusLookup(units)
+            seen.add(unit.id)
+            yield unit

@@ -114,9 +114,9 @@ def test_warm_builds_both_indexes_once(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = {"quotes": 0, "mentions": 0}
     quote_build, mention_build = QuoteIndex.build, MentionIndex.build
 
-    def quotes(units: list[CorpusUnit]) -> QuoteIndex:
+    def quotes(ids: list[str], texts: list[str]) -> QuoteIndex:
         counts["quotes"] += 1
-        return quote_build(units)
+        return quote_build(ids, texts)
 
     def mentions(units: list[CorpusUnit]) -> MentionIndex:
         counts["mentions"] += 1
