@@ -59,6 +59,27 @@ def _folded(text: str) -> str:
     return unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold()
 
 
+_ASCII_WORDS = str.maketrans(
+    {
+        **{chr(code): " " for code in range(128) if not _WORD.fullmatch(chr(code))},
+        **{chr(code): chr(code).lower() for code in range(ord("A"), ord("Z") + 1)},
+    }
+)
+"""Lowercase for an ASCII letter, a space for an ASCII character that no word holds."""
+
+
+def _words(text: str) -> list[str]:
+    """The words of `text` once normalized, in order: what the index holds of it.
+
+    In ASCII text a word is a run of letters, digits and underscores, so one translation
+    (to lowercase, every other character to a space) and a split find them, in half the
+    time of the pattern.
+    """
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
+    return _WORD.findall(_folded(text))
+
+
 def quote_fragments(quote: str) -> tuple[str, ...]:
     """The normalized fragments of a quoted span, in order.
 
@@ -140,9 +161,7 @@ def _block_pairs(
     hashes = array("q")
     counts = array("q")
     for text in texts[first:end]:
-        # the words of the normalized text are those of the folded text: normalizing
-        # only joins runs of whitespace, which no word holds
-        tokens = _WORD.findall(_folded(text))
+        tokens = _words(text)
         hashes.extend(map(hash, tokens))
         counts.append(len(tokens))
     if not hashes:

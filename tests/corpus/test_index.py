@@ -163,3 +163,13 @@ def test_units_with_typography_are_indexed_by_their_normalized_words() -> None:
     index = build(units)
     assert index.find("hof te 's-gravenhage - beslist") == "a/artikel-1"
     assert index.candidates(("te 's",)) == [0]
+
+
+@pytest.mark.parametrize("alphabet", [[chr(code) for code in range(128)], list("aB c’–éİ\u00a0ﬁ`")])
+def test_the_words_of_a_text_are_those_of_its_normalized_form(alphabet: list[str]) -> None:
+    """The index's words of a unit (`_words`, with its ASCII shortcut) are the words of the
+    normalized text, which is what a quote's terms are made of."""
+    rng = random.Random(9)
+    for _ in range(2000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+        assert index_module._words(text) == index_module._WORD.findall(normalize_text(text))
