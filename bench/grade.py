@@ -299,7 +299,9 @@ def measure(folder: Path, mode: str, tree: Tree) -> dict[str, Any]:
 
 
 def command(folder: Path, tree: Tree) -> dict[str, float]:
-    """`soev-evals rescore RUN --offline` as a user runs it: its wall time and peak RSS.
+    """`soev-evals rescore RUN --offline` as a user runs it: its wall time, peak RSS, and
+    CPU seconds (with its grading workers': the kernel adds the children a process waited
+    for), the steadier figure on a machine that other work keeps busy.
 
     The whole command: Python's start, the project (suites from the suite cache, which the
     untimed first command of `_data` wrote), Dagster, grading with the default workers,
@@ -315,7 +317,8 @@ def command(folder: Path, tree: Tree) -> dict[str, float]:
     wall = time.perf_counter() - began
     if status != 0:
         raise SystemExit(f"soev-evals rescore {folder} failed with status {status}")
-    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024}
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024, "cpu_s": cpu}
 
 
 def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> str:
@@ -323,15 +326,18 @@ def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> st
     for units, runs in figures.items():
         walls = [run["wall_s"] for run in runs]
         rss = max(run["rss_mb"] for run in runs)
+        cpu = statistics.median(run["cpu_s"] for run in runs)
         lines.append(
             f"  {units:>7,} units  {statistics.median(walls):6.2f} s "
-            f"({min(walls):.2f}–{max(walls):.2f})  peak RSS {rss:.0f} MB"
+            f"({min(walls):.2f}–{max(walls):.2f})  CPU {cpu:6.2f} s  peak RSS {rss:.0f} MB"
         )
     if len(figures) > 1:
-        medians = [statistics.median(run["wall_s"] for run in runs) for runs in figures.values()]
-        lines.append(
-            f"  growth from the smallest corpus to the largest: {medians[-1] / medians[0]:.2f}×"
-        )
+        for what, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            medians = [statistics.median(run[key] for run in runs) for runs in figures.values()]
+            lines.append(
+                f"  growth from the smallest corpus to the largest, {what}: "
+                f"{medians[-1] / medians[0]:.2f}×"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -673,15 +679,21 @@ def _ratios(
             for name in ("before", "now")
         }
         row(f"soev-evals rescore --offline, {size:,}u", walls["before"], walls["now"])
+        cpus = {
+            name: statistics.median(run["cpu_s"] for run in commands[(name, size)])
+            for name in walls
+        }
+        row(f"  its CPU (s), {size:,}u", cpus["before"], cpus["now"])
         rss = {name: max(run["rss_mb"] for run in commands[(name, size)]) for name in walls}
         row(f"peak RSS of the command (MB), {size:,}u", rss["before"], rss["now"])
     if len(units) > 1:
-        growth = {
-            name: statistics.median(run["wall_s"] for run in commands[(name, units[-1])])
-            / statistics.median(run["wall_s"] for run in commands[(name, units[0])])
-            for name in ("before", "now")
-        }
-        row("growth of the command, smallest to largest", growth["before"], growth["now"])
+        for what, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            growth = {
+                name: statistics.median(run[key] for run in commands[(name, units[-1])])
+                / statistics.median(run[key] for run in commands[(name, units[0])])
+                for name in ("before", "now")
+            }
+            row(f"growth of the command, {what}", growth["before"], growth["now"])
     same = all(
         len(
             {run["verdicts_sha"] for (_, at, _), each in runs.items() if at == size for run in each}
