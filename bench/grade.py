@@ -32,14 +32,14 @@ table says whether they did.
     python bench/grade.py --units 5000 --kinds 2000          # grading seconds per kind
     python bench/grade.py --units 5000 --crossover 50 100 200 400  # when workers pay
     python bench/grade.py --units 5000 --profile 25          # where grading's CPU goes
-    python bench/grade.py --units 5000 50000 --growth 20000 --repeat 3  # the corpus's share
+    python bench/grade.py --units 5000 50000 --growth 20000 --against ../old  # the corpus
     python bench/grade.py --units 5000 50000 --repeat 1 --against ../old  # now / before
 
 With `--growth N`, only the corpus's share of a rescore is measured, at each size, in
 fresh processes: reading the corpus, building its two indexes, looking up the quotes and
 article mentions of N attempts, and the memory that a forked grading worker copies from
 its parent while it does those look-ups; the last column is the growth from the smallest
-corpus to the largest.
+corpus to the largest. With `--against DIR` too, this script also runs on DIR's code.
 
 With `--against DIR`, the checkout in DIR (another worktree of this repository, at the
 commit to compare with, with its own .venv) is measured too, on the same generated data,
@@ -442,30 +442,50 @@ GROWTH_ROWS = [
 ]
 
 
-def growth(root: Path, units: list[int], attempts: int, seed: int, count: int, repeat: int) -> None:
+def growth(
+    root: Path,
+    units: list[int],
+    attempts: int,
+    seed: int,
+    count: int,
+    repeat: int,
+    against: Path | None = None,
+) -> None:
     """Print the corpus's share of a rescore at each corpus size (`corpus_phases`), each
-    measurement in a fresh process, the sizes taking turns; medians of `repeat`."""
-    runs: dict[int, list[dict[str, float]]] = defaultdict(list)
+    measurement in a fresh process, the sizes taking turns; medians of `repeat`.
+
+    With `against`, this script also runs with that checkout's Python, so on its code
+    (a script's own folder, not the working directory, leads its module path).
+    """
+    trees = [Tree.this()]
+    if against is not None:
+        trees.append(Tree("before", Tree.at(against).python, Tree.this().script))
+    runs: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
     folders = {size: _data(root, size, attempts, seed) for size in units}
     for _ in range(repeat):
         for size, folder in folders.items():
-            flag = f"--corpus-phases={count}"
-            runs[size].append(_child(folder, flag, dict(os.environ), Tree.this())[0])
+            for tree in trees:
+                flag = f"--corpus-phases={count}"
+                runs[(tree.name, size)].append(_child(folder, flag, dict(os.environ), tree)[0])
     for each in runs.values():
         for run in each:
             run["corpus_cpu"] = sum(run[f"{name}_cpu"] for name in ("load", "quotes", "mentions"))
     out = sys.stdout
     out.write(
-        f"the corpus's share of a rescore, {count:,} attempts looked up; median of {repeat}\n\n"
+        f"the corpus's share of a rescore, {count:,} attempts looked up; median of {repeat}\n"
     )
-    out.write(f"{'':30}" + "".join(f"{size:>12,}u" for size in units))
-    out.write(f"{'growth':>10}\n" if len(units) > 1 else "\n")
-    for label, key, shape in GROWTH_ROWS:
-        values = [statistics.median(run[key] for run in runs[size]) for size in units]
-        out.write(f"{label:30}" + "".join(f"{shape.format(v):>13}" for v in values))
-        if len(units) > 1:
-            out.write(f"{values[-1] - values[0]:>+10.2f}" if key != "units" else "")
-        out.write("\n")
+    for tree in trees:
+        out.write(f"\n{tree.name}: {tree.python.parents[2]}\n" if len(trees) > 1 else "\n")
+        out.write(f"{'':30}" + "".join(f"{size:>12,}u" for size in units))
+        out.write(f"{'growth':>10}\n" if len(units) > 1 else "\n")
+        for label, key, shape in GROWTH_ROWS:
+            values = [
+                statistics.median(run[key] for run in runs[(tree.name, size)]) for size in units
+            ]
+            out.write(f"{label:30}" + "".join(f"{shape.format(v):>13}" for v in values))
+            if len(units) > 1:
+                out.write(f"{values[-1] - values[0]:>+10.2f}" if key != "units" else "")
+            out.write("\n")
 
 
 def kinds(folder: Path, count: int) -> None:
@@ -775,7 +795,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = args.data or Path(scratch)
         if args.growth:
-            growth(root, args.units, args.attempts, args.seed, args.growth, args.repeat)
+            growth(
+                root, args.units, args.attempts, args.seed, args.growth, args.repeat, args.against
+            )
             return
         if args.kinds or args.crossover or args.profile:
             folder = _data(root, args.units[0], args.attempts, args.seed)
