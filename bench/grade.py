@@ -32,7 +32,14 @@ table says whether they did.
     python bench/grade.py --units 5000 --kinds 2000          # grading seconds per kind
     python bench/grade.py --units 5000 --crossover 50 100 200 400  # when workers pay
     python bench/grade.py --units 5000 --profile 25          # where grading's CPU goes
+    python bench/grade.py --units 5000 50000 --growth 20000 --against ../old  # the corpus
     python bench/grade.py --units 5000 50000 --repeat 1 --against ../old  # now / before
+
+With `--growth N`, only the corpus's share of a rescore is measured, at each size, in
+fresh processes: reading the corpus, building its two indexes, looking up the quotes and
+article mentions of N attempts, and the memory that a forked grading worker copies from
+its parent while it does those look-ups; the last column is the growth from the smallest
+corpus to the largest. With `--against DIR` too, this script also runs on DIR's code.
 
 With `--against DIR`, the checkout in DIR (another worktree of this repository, at the
 commit to compare with, with its own .venv) is measured too, on the same generated data,
@@ -292,7 +299,9 @@ def measure(folder: Path, mode: str, tree: Tree) -> dict[str, Any]:
 
 
 def command(folder: Path, tree: Tree) -> dict[str, float]:
-    """`soev-evals rescore RUN --offline` as a user runs it: its wall time and peak RSS.
+    """`soev-evals rescore RUN --offline` as a user runs it: its wall time, peak RSS, and
+    CPU seconds (with its grading workers': the kernel adds the children a process waited
+    for), the steadier figure on a machine that other work keeps busy.
 
     The whole command: Python's start, the project (suites from the suite cache, which the
     untimed first command of `_data` wrote), Dagster, grading with the default workers,
@@ -308,7 +317,8 @@ def command(folder: Path, tree: Tree) -> dict[str, float]:
     wall = time.perf_counter() - began
     if status != 0:
         raise SystemExit(f"soev-evals rescore {folder} failed with status {status}")
-    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024}
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024, "cpu_s": cpu}
 
 
 def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> str:
@@ -316,16 +326,166 @@ def _commands(figures: dict[int, list[dict[str, float]]], title: str = "") -> st
     for units, runs in figures.items():
         walls = [run["wall_s"] for run in runs]
         rss = max(run["rss_mb"] for run in runs)
+        cpu = statistics.median(run["cpu_s"] for run in runs)
         lines.append(
             f"  {units:>7,} units  {statistics.median(walls):6.2f} s "
-            f"({min(walls):.2f}–{max(walls):.2f})  peak RSS {rss:.0f} MB"
+            f"({min(walls):.2f}–{max(walls):.2f})  CPU {cpu:6.2f} s  peak RSS {rss:.0f} MB"
         )
     if len(figures) > 1:
-        medians = [statistics.median(run["wall_s"] for run in runs) for runs in figures.values()]
-        lines.append(
-            f"  growth from the smallest corpus to the largest: {medians[-1] / medians[0]:.2f}×"
-        )
+        for what, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            medians = [statistics.median(run[key] for run in runs) for runs in figures.values()]
+            lines.append(
+                f"  growth from the smallest corpus to the largest, {what}: "
+                f"{medians[-1] / medians[0]:.2f}×"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _private_dirty_mb() -> float:
+    """This process's private dirty memory: for a forked worker, the pages it copied."""
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+        if line.startswith("Private_Dirty:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def corpus_phases(folder: Path, count: int) -> dict[str, float]:
+    """The corpus's share of a rescore, phase by phase, in this (fresh) process.
+
+    Each phase's wall and CPU seconds and the resident memory after it: reading the
+    corpus, building the quote index and the mention index, then the look-ups of the
+    quotes and article mentions of the first `count` attempts. Last, a forked process
+    (as a grading worker is) runs those look-ups once more: the memory it copies from
+    this one is what each worker adds to the process tree.
+    """
+    import gc
+
+    from soev_pipeline.corpus import load_corpus
+    from soev_pipeline.criteria.citations import _mentions, quoted_spans
+    from soev_pipeline.run import RunArchive
+
+    figures: dict[str, float] = {}
+    mark, cpu = time.perf_counter(), time.process_time()
+
+    def phase(name: str) -> None:
+        nonlocal mark, cpu
+        figures[f"{name}_s"] = time.perf_counter() - mark
+        figures[f"{name}_cpu"] = time.process_time() - cpu
+        figures[f"{name}_mb"] = _current_mb()
+        mark, cpu = time.perf_counter(), time.process_time()
+
+    import numpy  # noqa: F401  (imported by the first index build: not the corpus's cost)
+
+    figures["start_mb"] = _current_mb()
+    phase("start")
+    corpus = load_corpus(folder / "corpus.jsonl")
+    figures["units"] = len(corpus)
+    phase("load")
+    quotes_index = corpus.quote_index()
+    figures["index_mb_arrays"] = quotes_index.nbytes / 2**20
+    phase("quotes")
+    corpus.mention_index()
+    phase("mentions")
+    replies = [
+        item.reply
+        for item in islice(RunArchive(folder / "runs", RUN_ID).iter_evidence(), count)
+        if item.reply
+    ]
+    quotes = [quote for reply in replies for quote in quoted_spans(reply)]
+    mark, cpu = time.perf_counter(), time.process_time()
+
+    def look_up() -> None:
+        for quote in quotes:
+            quotes_index.find(quote)
+        for reply in replies:
+            _mentions(reply, corpus)
+
+    look_up()
+    phase("lookups")
+    gc.collect()
+    gc.freeze()  # as the pool's workers do
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: look up again, report the pages copied
+        os.close(reading)
+        before = _private_dirty_mb()
+        look_up()
+        os.write(writing, f"{_private_dirty_mb() - before}".encode())
+        os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as pipe:
+        figures["worker_copied_mb"] = float(pipe.read())
+    os.waitpid(pid, 0)
+    return figures
+
+
+def _current_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+GROWTH_ROWS = [
+    ("units", "units", "{:,.0f}"),
+    ("read the corpus (s)", "load_s", "{:.2f}"),
+    ("  CPU (s)", "load_cpu", "{:.2f}"),
+    ("build the quote index (s)", "quotes_s", "{:.2f}"),
+    ("  CPU (s)", "quotes_cpu", "{:.2f}"),
+    ("build the mention index (s)", "mentions_s", "{:.2f}"),
+    ("  CPU (s)", "mentions_cpu", "{:.2f}"),
+    ("look-ups of the attempts (s)", "lookups_s", "{:.2f}"),
+    ("  CPU (s)", "lookups_cpu", "{:.2f}"),
+    ("corpus work, CPU (s)", "corpus_cpu", "{:.2f}"),
+    ("RSS before (MB)", "start_mb", "{:.0f}"),
+    ("RSS, corpus read (MB)", "load_mb", "{:.0f}"),
+    ("RSS, indexes built (MB)", "mentions_mb", "{:.0f}"),
+    ("  quote index arrays (MB)", "index_mb_arrays", "{:.0f}"),
+    ("copied by a worker (MB)", "worker_copied_mb", "{:.0f}"),
+]
+
+
+def growth(
+    root: Path,
+    units: list[int],
+    attempts: int,
+    seed: int,
+    count: int,
+    repeat: int,
+    against: Path | None = None,
+) -> None:
+    """Print the corpus's share of a rescore at each corpus size (`corpus_phases`), each
+    measurement in a fresh process, the sizes taking turns; medians of `repeat`.
+
+    With `against`, this script also runs with that checkout's Python, so on its code
+    (a script's own folder, not the working directory, leads its module path).
+    """
+    trees = [Tree.this()]
+    if against is not None:
+        trees.append(Tree("before", Tree.at(against).python, Tree.this().script))
+    runs: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
+    folders = {size: _data(root, size, attempts, seed) for size in units}
+    for _ in range(repeat):
+        for size, folder in folders.items():
+            for tree in trees:
+                flag = f"--corpus-phases={count}"
+                runs[(tree.name, size)].append(_child(folder, flag, dict(os.environ), tree)[0])
+    for each in runs.values():
+        for run in each:
+            run["corpus_cpu"] = sum(run[f"{name}_cpu"] for name in ("load", "quotes", "mentions"))
+    out = sys.stdout
+    out.write(
+        f"the corpus's share of a rescore, {count:,} attempts looked up; median of {repeat}\n"
+    )
+    for tree in trees:
+        out.write(f"\n{tree.name}: {tree.python.parents[2]}\n" if len(trees) > 1 else "\n")
+        out.write(f"{'':30}" + "".join(f"{size:>12,}u" for size in units))
+        out.write(f"{'growth':>10}\n" if len(units) > 1 else "\n")
+        for label, key, shape in GROWTH_ROWS:
+            values = [
+                statistics.median(run[key] for run in runs[(tree.name, size)]) for size in units
+            ]
+            out.write(f"{label:30}" + "".join(f"{shape.format(v):>13}" for v in values))
+            if len(units) > 1:
+                out.write(f"{values[-1] - values[0]:>+10.2f}" if key != "units" else "")
+            out.write("\n")
 
 
 def kinds(folder: Path, count: int, chunk: int = 100) -> None:
@@ -565,15 +725,21 @@ def _ratios(
             for name in ("before", "now")
         }
         row(f"soev-evals rescore --offline, {size:,}u", walls["before"], walls["now"])
+        cpus = {
+            name: statistics.median(run["cpu_s"] for run in commands[(name, size)])
+            for name in walls
+        }
+        row(f"  its CPU (s), {size:,}u", cpus["before"], cpus["now"])
         rss = {name: max(run["rss_mb"] for run in commands[(name, size)]) for name in walls}
         row(f"peak RSS of the command (MB), {size:,}u", rss["before"], rss["now"])
     if len(units) > 1:
-        growth = {
-            name: statistics.median(run["wall_s"] for run in commands[(name, units[-1])])
-            / statistics.median(run["wall_s"] for run in commands[(name, units[0])])
-            for name in ("before", "now")
-        }
-        row("growth of the command, smallest to largest", growth["before"], growth["now"])
+        for what, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            growth = {
+                name: statistics.median(run[key] for run in commands[(name, units[-1])])
+                / statistics.median(run[key] for run in commands[(name, units[0])])
+                for name in ("before", "now")
+            }
+            row(f"growth of the command, {what}", growth["before"], growth["now"])
     same = all(
         len(
             {run["verdicts_sha"] for (_, at, _), each in runs.items() if at == size for run in each}
@@ -632,9 +798,21 @@ def main() -> None:
     parser.add_argument("--make", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rescore", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--report-json", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus-phases", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("folder", type=Path, nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--growth",
+        type=int,
+        metavar="N",
+        help="time the corpus's phases (reading, indexes, look-ups of N attempts, what a "
+        "worker copies) at each corpus size, in fresh processes",
+    )
     args = parser.parse_args()
     if args.make is not None:
         make(args.make, args.units[0], args.attempts, args.seed)
+        return
+    if args.corpus_phases is not None:
+        sys.stdout.write(json.dumps(corpus_phases(args.folder, args.corpus_phases)) + "\n")
         return
     if args.rescore is not None or args.report_json is not None:
         figures = rescore(args.rescore) if args.rescore else report_json(args.report_json)
@@ -642,6 +820,11 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as scratch:
         root = args.data or Path(scratch)
+        if args.growth:
+            growth(
+                root, args.units, args.attempts, args.seed, args.growth, args.repeat, args.against
+            )
+            return
         if args.kinds or args.crossover or args.profile:
             folder = _data(root, args.units[0], args.attempts, args.seed)
             if args.kinds:

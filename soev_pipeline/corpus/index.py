@@ -21,8 +21,6 @@ if TYPE_CHECKING:  # numpy is imported when an index is built: a tenth of a seco
     import numpy as np
     import numpy.typing as npt
 
-    from .unit import CorpusUnit
-
     IntArray = npt.NDArray[np.int64]
 
 _WORD = re.compile(r"\w+")
@@ -46,7 +44,40 @@ def normalize_text(text: str) -> str:
     quotes and dashes (`’` is `'`, `“` is `"`, `–` and `—` are `-`), soft hyphens and
     zero-width characters, letter case, and runs of whitespace (one space).
     """
-    return " ".join(unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold().split())
+    return " ".join(_folded(text).split())
+
+
+def _folded(text: str) -> str:
+    """`text` in compatibility form, with plain quotes and dashes, case-folded.
+
+    ASCII text is its own compatibility form and its one typographic mark is the
+    backtick, so lowering its case and plain quotes are all there is to do (the common
+    case, and several times cheaper).
+    """
+    if text.isascii():
+        return text.lower().replace("`", "'")
+    return unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY).casefold()
+
+
+_ASCII_WORDS = str.maketrans(
+    {
+        **{chr(code): " " for code in range(128) if not _WORD.fullmatch(chr(code))},
+        **{chr(code): chr(code).lower() for code in range(ord("A"), ord("Z") + 1)},
+    }
+)
+"""Lowercase for an ASCII letter, a space for an ASCII character that no word holds."""
+
+
+def _words(text: str) -> list[str]:
+    """The words of `text` once normalized, in order: what the index holds of it.
+
+    In ASCII text a word is a run of letters, digits and underscores, so one translation
+    (to lowercase, every other character to a space) and a split find them, in half the
+    time of the pattern.
+    """
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
+    return _WORD.findall(_folded(text))
 
 
 def quote_fragments(quote: str) -> tuple[str, ...]:
@@ -93,12 +124,22 @@ def holds(text: str, fragments: Sequence[str]) -> bool:
     return True
 
 
+_PAIR = 0x9E3779B97F4A7C15 - (1 << 64)
+"""The odd multiplier that combines the hashes of two adjacent words into the pair's."""
+
+
+def _pair_hash(first: int, second: int) -> int:
+    """The term of a word pair: the low bits that `QuoteIndex` keeps are those of the same
+    sum of products in wrapping 64-bit arithmetic, which is how `_block_pairs` makes it."""
+    return first * _PAIR + second
+
+
 def _query_terms(fragment: str) -> set[int]:
     """The hashes that a unit holding `fragment` must have: its word pairs, or its one word."""
-    tokens = _WORD.findall(fragment)
-    if len(tokens) == 1:
-        return {hash(tokens[0])}
-    return set(map(hash, pairwise(tokens)))
+    words = [hash(token) for token in _WORD.findall(fragment)]
+    if len(words) == 1:
+        return set(words)
+    return {_pair_hash(first, second) for first, second in pairwise(words)}
 
 
 NORMALIZED_UNITS = 1024
@@ -108,31 +149,39 @@ _BLOCK = 4096
 
 
 def _block_pairs(
-    units: Sequence[CorpusUnit], first: int, end: int, unit_bits: int, hash_mask: int
+    texts: Sequence[str], first: int, end: int, unit_bits: int, hash_mask: int
 ) -> IntArray:
-    """The sorted, distinct (term, unit) pairs of `units[first:end]`, packed as in `build`."""
+    """The sorted, distinct (term, unit) pairs of `texts[first:end]`, packed as in `build`.
+
+    Only the words are hashed one by one; the terms of the word pairs are computed from
+    them with numpy, for the whole block at once.
+    """
     import numpy as np
 
-    terms = array("q")
+    hashes = array("q")
     counts = array("q")
-    for unit in units[first:end]:
-        tokens = _WORD.findall(normalize_text(unit.text))
-        before = len(terms)
-        terms.extend(map(hash, tokens))
-        terms.extend(map(hash, pairwise(tokens)))
-        counts.append(len(terms) - before)
-    if not terms:
+    for text in texts[first:end]:
+        tokens = _words(text)
+        hashes.extend(map(hash, tokens))
+        counts.append(len(tokens))
+    if not hashes:
         return np.zeros(0, np.int64)
-    pairs = np.frombuffer(terms, dtype=np.int64).copy()
-    del terms
-    pairs &= hash_mask
-    pairs <<= unit_bits
-    pairs |= np.repeat(np.arange(first, end, dtype=np.int64), np.frombuffer(counts, np.int64))
-    pairs.sort()
-    keep = np.empty(len(pairs), dtype=bool)
+    words = np.frombuffer(hashes, dtype=np.int64)
+    owners = np.repeat(np.arange(first, end, dtype=np.int64), np.frombuffer(counts, np.int64))
+    del counts
+    within = owners[:-1] == owners[1:]  # a pair that does not run from one unit into the next
+    pairs = words[:-1] * np.int64(_PAIR) + words[1:]
+    terms = np.concatenate((words, pairs[within]))
+    del pairs, words
+    terms &= hash_mask
+    terms <<= unit_bits
+    terms |= np.concatenate((owners, owners[:-1][within]))
+    del owners, within
+    terms.sort()
+    keep = np.empty(len(terms), dtype=bool)
     keep[0] = True
-    np.not_equal(pairs[1:], pairs[:-1], out=keep[1:])
-    return pairs[keep]
+    np.not_equal(terms[1:], terms[:-1], out=keep[1:])
+    return terms[keep]
 
 
 class QuoteIndex:
@@ -152,13 +201,15 @@ class QuoteIndex:
 
     def __init__(
         self,
-        units: Sequence[CorpusUnit],
+        ids: Sequence[str],
+        texts: Sequence[str],
         keys: IntArray,
         starts: IntArray,
         postings: npt.NDArray[np.int32],
         hash_mask: int,
     ) -> None:
-        self._units = units
+        self._ids = ids
+        self._unit_texts = texts
         self._keys = keys
         self._starts = starts
         self._postings = postings
@@ -168,8 +219,8 @@ class QuoteIndex:
         (the attempts of a case quote the same articles) is checked against the same units."""
 
     @classmethod
-    def build(cls, units: Sequence[CorpusUnit]) -> QuoteIndex:
-        """Index the words and word pairs of every unit of `units`, in one pass.
+    def build(cls, ids: Sequence[str], texts: Sequence[str]) -> QuoteIndex:
+        """Index the words and word pairs of the units with `ids` and `texts`, in one pass.
 
         Each (term, unit) pair is packed into one 63-bit integer: the low bits hold the
         unit's position, the high bits a hash of the term. One in-place sort of those
@@ -179,13 +230,15 @@ class QuoteIndex:
         """
         import numpy as np
 
-        unit_bits = max(1, (len(units) - 1).bit_length())
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} unit ids, but {len(texts)} texts")
+        unit_bits = max(1, (len(ids) - 1).bit_length())
         hash_mask = (1 << (63 - unit_bits)) - 1
         # a block of units at a time, each block's pairs sorted and without repeats, so
         # that the repeats of a unit never sit in memory all at once
         blocks = [
-            _block_pairs(units, first, min(first + _BLOCK, len(units)), unit_bits, hash_mask)
-            for first in range(0, len(units), _BLOCK)
+            _block_pairs(texts, first, min(first + _BLOCK, len(ids)), unit_bits, hash_mask)
+            for first in range(0, len(ids), _BLOCK)
         ]
         pairs = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
         del blocks
@@ -200,7 +253,7 @@ class QuoteIndex:
         else:
             starts, keys = np.zeros(1, np.int64), np.zeros(0, np.int64)
         del pairs
-        return cls(list(units), np.ascontiguousarray(keys), starts, postings, hash_mask)
+        return cls(ids, texts, np.ascontiguousarray(keys), starts, postings, hash_mask)
 
     @property
     def nbytes(self) -> int:
@@ -243,7 +296,7 @@ class QuoteIndex:
             return None
         for position in self.candidates(fragments):
             if holds(self._normalized(position), fragments):
-                return self._units[position].id
+                return self._ids[position]
         return None
 
     def _normalized(self, position: int) -> str:
@@ -251,5 +304,5 @@ class QuoteIndex:
         if text is None:
             if len(self._texts) >= NORMALIZED_UNITS:
                 self._texts.clear()
-            text = self._texts[position] = normalize_text(self._units[position].text)
+            text = self._texts[position] = normalize_text(self._unit_texts[position])
         return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +13,7 @@ from soev_pipeline.core.errors import ProjectError
 
 from .index import QuoteIndex
 from .mentions import MentionIndex
+from .store import UnitStore
 from .unit import CorpusUnit
 
 T = TypeVar("T")
@@ -24,20 +25,17 @@ class CorpusLookup:
 
     Indexes are built on first use and shared by every attempt a command grades; build
     them up front with `warm()` when the cost should not land on the first attempt.
+    The units are held compactly (`UnitStore`), so that forked grading workers share them.
     """
 
-    units: Mapping[str, CorpusUnit]
+    units: UnitStore
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def from_units(cls, units: Iterable[CorpusUnit]) -> CorpusLookup:
-        by_id: dict[str, CorpusUnit] = {}
-        for unit in units:
-            if unit.id in by_id:
-                raise ValueError(f"duplicate unit id {unit.id!r}")
-            by_id[unit.id] = unit
-        return cls(by_id)
+        """The lookup of `units`. Raises ValueError when two have the same id."""
+        return cls(UnitStore(units))
 
     def __contains__(self, unit_id: object) -> bool:
         return unit_id in self.units
@@ -65,11 +63,11 @@ class CorpusLookup:
 
     def quote_index(self) -> QuoteIndex:
         """The index that finds the unit holding a quote (`citations.quotes_verbatim`)."""
-        return self.cached("quotes", lambda: QuoteIndex.build(list(self.units.values())))
+        return self.cached("quotes", lambda: QuoteIndex.build(self.units.ids, self.units.texts))
 
     def mention_index(self) -> MentionIndex:
         """The (law, article) index of `citations.mentions_in_corpus`."""
-        return self.cached("mentions", lambda: MentionIndex.build(self.units.values()))
+        return self.cached("mentions", lambda: MentionIndex.build(self.units.labels()))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the units only: an index holds hashes of this process, so it is rebuilt."""
@@ -94,7 +92,30 @@ class CorpusLookup:
 _FIELDS = {"id", "text", "law", "aliases", "article"}
 
 
-def _unit(raw: Any, where: str) -> CorpusUnit:
+def _unit(raw: Any, where: Callable[[], str]) -> CorpusUnit:
+    """The unit of one parsed line; `where()` names the line in an error.
+
+    A well-formed unit (the common case) is taken at once; anything else goes through
+    `_checked_unit`, which accepts what it accepts and says what is wrong otherwise.
+    """
+    if type(raw) is dict and raw.keys() <= _FIELDS:
+        unit_id, text = raw.get("id"), raw.get("text")
+        law, article, aliases = raw.get("law"), raw.get("article"), raw.get("aliases")
+        if (
+            type(unit_id) is str
+            and unit_id.strip()
+            and type(text) is str
+            and (law is None or type(law) is str)
+            and (article is None or type(article) is str)
+            and (
+                aliases is None or (type(aliases) is list and all(type(a) is str for a in aliases))
+            )
+        ):
+            return CorpusUnit(unit_id, text, law, tuple(aliases) if aliases else (), article)
+    return _checked_unit(raw, where())
+
+
+def _checked_unit(raw: Any, where: str) -> CorpusUnit:
     if not isinstance(raw, dict):
         raise ProjectError(f"{where}: a corpus unit must be a JSON object")
     unknown = sorted(set(raw) - _FIELDS)
@@ -121,23 +142,32 @@ def _unit(raw: Any, where: str) -> CorpusUnit:
 
 
 def load_corpus(path: Path) -> CorpusLookup:
-    """Read the corpus lookup at `path`.
+    """Read the corpus lookup at `path`, a line at a time.
 
     Raises:
         ProjectError: a line is not a unit, or two units have the same id; the message
             names the file and the line.
         OSError: the file cannot be read.
     """
-    units: dict[str, CorpusUnit] = {}
+    return CorpusLookup(UnitStore(_read_units(path)))
+
+
+def _read_units(path: Path) -> Iterator[CorpusUnit]:
+    """The units of the corpus file at `path`, each checked as it is read."""
+    seen: set[str] = set()
     offset = 0
+    number = 0
+
+    def where() -> str:  # made only for an error: a large corpus has many lines
+        return f"{path}: line {number}"
+
     with path.open("rb") as lines:
         for number, data in enumerate(lines, start=1):
-            where = f"{path}: line {number}"
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ProjectError(
-                    f"{where}: byte {offset + exc.start}: not UTF-8 text ({exc.reason})"
+                    f"{where()}: byte {offset + exc.start}: not UTF-8 text ({exc.reason})"
                 ) from None
             offset += len(data)
             if number == 1:
@@ -147,9 +177,9 @@ def load_corpus(path: Path) -> CorpusLookup:
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ProjectError(f"{where}: not valid JSON ({exc.msg})") from None
+                raise ProjectError(f"{where()}: not valid JSON ({exc.msg})") from None
             unit = _unit(raw, where)
-            if unit.id in units:
-                raise ProjectError(f"{where}: duplicate unit id {unit.id!r}")
-            units[unit.id] = unit
-    return CorpusLookup(units)
+            if unit.id in seen:
+                raise ProjectError(f"{where()}: duplicate unit id {unit.id!r}")
+            seen.add(unit.id)
+            yield unit

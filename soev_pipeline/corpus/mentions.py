@@ -97,16 +97,21 @@ class MentionIndex:
     def build(cls, units: Iterable[CorpusUnit]) -> MentionIndex:
         """Index every unit that has a law name and an article label."""
         found: dict[tuple[str, str], str] = {}
+        laws: dict[str, str] = {}  # the key of each law name: a corpus names few laws
         for unit in units:
             if not unit.law:
                 continue
             label = unit.article if unit.article is not None else _label_of_id(unit.id)
-            if not label or not article_key(label):
+            article = article_key(label) if label else ""
+            if not article:
                 continue
             for name in (unit.law, *unit.aliases):
-                key = (law_key(name), article_key(label))
-                if not key[0]:
+                law = laws.get(name)
+                if law is None:
+                    law = laws[name] = law_key(name)
+                if not law:
                     continue
+                key = (law, article)
                 known = found.get(key)
                 if known is None or len(unit.id) < len(known):
                     found[key] = unit.id

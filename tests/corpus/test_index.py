@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import numpy as np
 import pytest
@@ -12,6 +13,10 @@ from soev_pipeline.corpus import index as index_module
 from soev_pipeline.corpus.index import QuoteIndex, normalize_text, quote_fragments
 
 AWB_67 = "BWBR0005537/artikel-6:7"
+
+
+def build(units: list[CorpusUnit]) -> QuoteIndex:
+    return QuoteIndex.build([unit.id for unit in units], [unit.text for unit in units])
 
 
 def test_normalize_text_folds_case_space_typography() -> None:
@@ -78,7 +83,7 @@ def test_find_of_a_quote_without_words_is_none(corpus: CorpusLookup) -> None:
 
 
 def test_empty_corpus_finds_nothing() -> None:
-    index = QuoteIndex.build([])
+    index = build([])
     assert index.find("zes weken") is None
     assert index.nbytes >= 0
 
@@ -93,7 +98,7 @@ def test_find_checks_few_units_in_a_large_corpus(monkeypatch: pytest.MonkeyPatch
     ]
     target = units[1234]
     quote = " ".join(target.text.split()[20:30])
-    index = QuoteIndex.build(units)
+    index = build(units)
     calls: list[str] = []
     original = index_module.normalize_text
 
@@ -112,7 +117,7 @@ def test_hash_collisions_only_add_candidates(monkeypatch: pytest.MonkeyPatch) ->
     """Even if every word had the same hash, `find` would still be exact."""
     monkeypatch.setattr(index_module, "hash", lambda word: 7, raising=False)
     units = [CorpusUnit("a/artikel-1", "een twee drie"), CorpusUnit("b/artikel-1", "vier vijf")]
-    index = QuoteIndex.build(units)
+    index = build(units)
     assert index.candidates(["vier"]) == [0, 1]
     assert index.find("vier vijf") == "b/artikel-1"
     assert index.find("twee drie") == "a/artikel-1"
@@ -124,10 +129,47 @@ def test_an_index_built_in_blocks_equals_one_built_at_once(
 ) -> None:
     texts = ["de termijn is zes weken", "zes weken en de termijn", "", "de de de termijn"]
     units = [CorpusUnit(f"X/artikel-{n}", text) for n, text in enumerate(texts * 3)]
-    whole = QuoteIndex.build(units)
+    whole = build(units)
     monkeypatch.setattr(index_module, "_BLOCK", 2)
-    blocks = QuoteIndex.build(units)
+    blocks = build(units)
     for name in ("_keys", "_starts", "_postings"):
         assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
     assert blocks.find("zes weken en de") == "X/artikel-1"
-    assert QuoteIndex.build([]).find("zes") is None
+    assert build([]).find("zes") is None
+
+
+def test_no_word_pair_runs_from_one_unit_into_the_next() -> None:
+    units = [CorpusUnit("a/artikel-1", "alfa beta"), CorpusUnit("b/artikel-1", "gamma delta")]
+    index = build(units)
+    assert index.candidates(("beta gamma",)) == []
+    assert index.candidates(("gamma delta",)) == [1]
+    assert index.candidates(("alfa beta",)) == [0]
+
+
+def test_ascii_text_is_folded_as_the_full_normalization_folds_it() -> None:
+    """The ASCII shortcut of normalization gives what NFKC, the typography and case
+    folding give."""
+    rng = random.Random(5)
+    alphabet = [chr(code) for code in range(128)]
+    for _ in range(500):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 40)))
+        full = unicodedata.normalize("NFKC", text).translate(index_module._TYPOGRAPHY).casefold()
+        assert index_module._folded(text) == full
+        assert normalize_text(text) == " ".join(full.split())
+
+
+def test_units_with_typography_are_indexed_by_their_normalized_words() -> None:
+    units = [CorpusUnit("a/artikel-1", "Het Hof te ’s‑Gravenhage — beslist"), CorpusUnit("b/x", "")]
+    index = build(units)
+    assert index.find("hof te 's-gravenhage - beslist") == "a/artikel-1"
+    assert index.candidates(("te 's",)) == [0]
+
+
+@pytest.mark.parametrize("alphabet", [[chr(code) for code in range(128)], list("aB c’–éİ\u00a0ﬁ`")])
+def test_the_words_of_a_text_are_those_of_its_normalized_form(alphabet: list[str]) -> None:
+    """The index's words of a unit (`_words`, with its ASCII shortcut) are the words of the
+    normalized text, which is what a quote's terms are made of."""
+    rng = random.Random(9)
+    for _ in range(2000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+        assert index_module._words(text) == index_module._WORD.findall(normalize_text(text))

@@ -53,6 +53,10 @@ def test_load_corpus_reads_units(tmp_path: Path) -> None:
         ('{"id": "X", "text": "t", "wet": "Awb"}', "line 2: unknown field 'wet'"),
         ('{"id": "X", "text": "t", "aliases": "Awb"}', "line 2: field 'aliases'"),
         ('{"id": "X", "text": "t", "article": 7}', "line 2: field 'article'"),
+        ('{"id": " ", "text": "t"}', "line 2: field 'id' must be a non-empty string"),
+        ('{"id": "X", "text": 7}', "line 2: field 'text' must be a string"),
+        ('{"id": "X", "text": "t", "law": ["Awb"]}', "line 2: field 'law' must be a string"),
+        ('{"id": "X", "text": "t", "aliases": ["Awb", 7]}', "line 2: field 'aliases'"),
         (json.dumps(UNIT), "line 2: duplicate unit id 'BWBR0005537/artikel-6:7'"),
     ],
 )
@@ -62,6 +66,29 @@ def test_a_bad_line_is_a_project_error_naming_it(tmp_path: Path, bad: str, messa
         load_corpus(path)
     assert str(raised.value).startswith(f"{path}: ")
     assert message in str(raised.value)
+
+
+def test_a_line_that_is_not_utf8_is_named_with_its_byte(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    first = json.dumps(UNIT).encode() + b"\n"
+    path.write_bytes(first + b'{"id": "X", "text": "caf\xe9"}\n')
+    with pytest.raises(ProjectError) as raised:
+        load_corpus(path)
+    at = len(first) + len(b'{"id": "X", "text": "caf')
+    assert str(raised.value) == (
+        f"{path}: line 2: byte {at}: not UTF-8 text (invalid continuation byte)"
+    )
+
+
+def test_a_byte_order_mark_and_empty_optional_fields_are_accepted(tmp_path: Path) -> None:
+    nulls = {"id": "X", "text": "t", "law": None, "aliases": None, "article": None}
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\ufeff" + json.dumps(UNIT) + "\r\n\n" + json.dumps(nulls), encoding="utf-8")
+    corpus = load_corpus(path)
+    assert corpus.get("X") == CorpusUnit("X", "t")
+    assert corpus.get(UNIT["id"]) == CorpusUnit(
+        UNIT["id"], UNIT["text"], UNIT["law"], ("Awb",), "6:7"
+    )
 
 
 def test_from_units_refuses_duplicate_ids() -> None:
@@ -87,9 +114,9 @@ def test_warm_builds_both_indexes_once(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = {"quotes": 0, "mentions": 0}
     quote_build, mention_build = QuoteIndex.build, MentionIndex.build
 
-    def quotes(units: list[CorpusUnit]) -> QuoteIndex:
+    def quotes(ids: list[str], texts: list[str]) -> QuoteIndex:
         counts["quotes"] += 1
-        return quote_build(units)
+        return quote_build(ids, texts)
 
     def mentions(units: list[CorpusUnit]) -> MentionIndex:
         counts["mentions"] += 1

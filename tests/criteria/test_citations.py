@@ -309,9 +309,9 @@ def test_the_quote_index_is_built_once_for_all_attempts(monkeypatch: pytest.Monk
     builds: list[int] = []
     original = QuoteIndex.build
 
-    def counting(units: list[CorpusUnit]) -> QuoteIndex:
-        builds.append(len(units))
-        return original(units)
+    def counting(ids: list[str], texts: list[str]) -> QuoteIndex:
+        builds.append(len(ids))
+        return original(ids, texts)
 
     monkeypatch.setattr(QuoteIndex, "build", counting)
     ctx = CriterionContext(corpus=make_corpus())
