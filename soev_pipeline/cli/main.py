@@ -92,9 +92,13 @@ def _add_project(parser: argparse.ArgumentParser) -> None:
 
 def _runs_dir(text: str) -> Path | str:
     """A folder, or an object-store URL kept as it is (a path would fold its `//`)."""
+    from soev_pipeline.core.errors import ProjectError
     from soev_pipeline.project.paths import is_object_url
 
-    return text if is_object_url(text) else Path(text)
+    try:
+        return text if is_object_url(text) else Path(text)
+    except ProjectError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_runs_dir(parser: argparse.ArgumentParser) -> None:

@@ -90,7 +90,10 @@ def read_projects(path: Path) -> list[ListedProject]:
                 "and '_', starting with a letter, at most 40 characters"
             )
         given = _entry(path, name, entry)
-        runs = runs_location(given.runs_dir, base) if given.runs_dir else None
+        try:
+            runs = runs_location(given.runs_dir, base) if given.runs_dir else None
+        except ProjectError as exc:
+            raise ProjectError(f"{path}: projects.{name}.runs_dir: {exc}") from None
         listed.append(ListedProject(name, (base / given.project).resolve(), runs))
     seen: set[Path] = set()
     for project in listed:

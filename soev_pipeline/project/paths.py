@@ -15,9 +15,12 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from soev_pipeline.core.errors import ProjectError
 
 RUNS = "runs"
 STATE = ".soev"
@@ -33,9 +36,27 @@ RunsDir = Path | str
 (a `str`, as `runs_location` makes it)."""
 
 
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def is_object_url(value: Path | str) -> bool:
-    """Whether `value` names object storage (`s3://...`) rather than a folder."""
-    return isinstance(value, str) and urlsplit(value).scheme in OBJECT_SCHEMES
+    """Whether `value` names object storage (`s3://...`) rather than a folder.
+
+    Raises:
+        ProjectError: `value` is a URL of another scheme (`gs://`, `az://`, `https://`):
+            taken as a folder, it would make one called `gs:` in the working folder.
+    """
+    if not isinstance(value, str):
+        return False
+    url = _URL.match(value)
+    if url is None:
+        return False
+    if url.group(1).lower() not in OBJECT_SCHEMES:
+        raise ProjectError(
+            f"{value}: a runs folder is a folder or s3://bucket/prefix (S3 or an "
+            f"S3-compatible store); {url.group(1)}:// is not supported"
+        )
+    return urlsplit(value).scheme in OBJECT_SCHEMES
 
 
 def runs_location(value: Path | str, base: Path | None = None) -> RunsDir:

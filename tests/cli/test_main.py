@@ -72,6 +72,17 @@ def test_a_usage_error_exits_2_with_one_line(
     assert "Traceback" not in err
 
 
+def test_a_runs_folder_url_of_another_store_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["report", "latest", "--runs-dir", "gs://bucket/runs"])
+    assert exited.value.code == 2
+    assert "argument --runs-dir: gs://bucket/runs: a runs folder is a folder or s3://" in (
+        capsys.readouterr().err
+    )
+
+
 def test_a_bad_run_id_says_why(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--run-id", "Bad,Id"])

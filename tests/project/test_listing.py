@@ -49,6 +49,10 @@ def test_both_entry_forms_resolve_against_the_file(tmp_path: Path) -> None:
         ("projects: [\n", "line 2"),
         ("projects:\n  a: 5\n", "projects.a: give the path"),
         ("projects:\n  a: {project: ''}\n", "projects.a.project: "),
+        (
+            "projects:\n  a: {project: a.yaml, runs_dir: 'gs://b/runs'}\n",
+            "projects.a.runs_dir: gs://b/runs: a runs folder is a folder or s3://bucket/prefix",
+        ),
     ],
 )
 def test_a_wrong_list_is_one_line_naming_the_file_and_field(
