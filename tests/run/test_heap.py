@@ -92,3 +92,27 @@ def test_an_exception_inside_ends_the_pause(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(RuntimeError), heap.collector_paused():
         raise RuntimeError("boom")
     assert switched.enabled and switched.calls == ["disable", "enable"]
+
+
+class _HeapGc(_SwitchedGc, _CountingGc):
+    """Both: a switch and a count of freezes."""
+
+    def __init__(self) -> None:
+        _SwitchedGc.__init__(self)
+
+
+def test_inside_a_frozen_heap_the_pause_ends_by_freezing_what_it_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    both = _HeapGc()
+    monkeypatch.setattr(heap, "gc", both)
+    monkeypatch.setattr(heap, "_depth", 0)
+    monkeypatch.setattr(heap, "_paused", 0)
+    with heap.frozen_heap():
+        with heap.collector_paused():
+            assert both.calls == ["freeze", "disable"]
+        assert both.calls == ["freeze", "disable", "freeze", "enable"]
+    assert both.calls[-1] == "unfreeze"  # the frozen heap's end unfreezes it all
+    with heap.collector_paused():
+        pass
+    assert both.calls[-2:] == ["disable", "enable"]  # outside one, nothing is frozen
