@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import LoadedProject
@@ -122,7 +123,10 @@ async def attempt_and_grade(
 def _read_ahead(archive: RunArchive) -> PreviousAhead | None:
     """The previous run's attempts for the report, read on a thread while the attempts
     run (`read_previous_ahead`); None when they do not read: the aggregate step then reads
-    them itself, and says what is wrong."""
+    them itself, and says what is wrong. In an object store it reads nothing: the runs
+    there have no state to check cheaply (`read_previous_ahead`)."""
+    if not isinstance(archive.runs_dir, Path):
+        return None
     try:
         return read_previous_ahead(archive.runs_dir, archive.manifest())
     except (ProjectError, OSError):

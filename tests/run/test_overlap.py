@@ -299,6 +299,7 @@ def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:
     streamed = (scoring.path / VERDICTS).read_bytes()
     assert len(streamed.splitlines()) == 12
     assert scoring.path.name == "0001"  # kept: the stream's order was the archive's
+    assert scoring.previous is None  # no previous run read ahead: no state to check
     assert streamed == _regraded(project, runs)
 
 
