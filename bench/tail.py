@@ -25,14 +25,17 @@ usually do) through `soev_pipeline.api`, against the bundled reference assistant
 
     python bench/tail.py                     # 2,000 attempts, 5 times each way
 
-It prints the median and the fastest of each: on a shared machine the fastest is the
-better measure of what a step costs itself.
+Each step is timed as the command runs it: with the command's collector thresholds
+(`COLLECTOR_THRESHOLDS`), and the report and the pages with the collector paused
+(`collector_paused`, as `api.execute` makes them). It prints the median and the fastest of
+each: on a shared machine the fastest is the better measure of what a step costs itself.
     python bench/tail.py --attempts 500 --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -47,6 +50,8 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).parent))
 
 from throughput import prepare_instance, start_assistant, write_project
+
+from soev_pipeline.cli.main import COLLECTOR_THRESHOLDS
 
 if TYPE_CHECKING:
     from soev_pipeline.api import Evaluation
@@ -64,6 +69,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="times each way (median)")
     parser.add_argument("--rescores", type=int, default=20, help="for the lookup")
     args = parser.parse_args()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)  # as the command does
     process, url = start_assistant(0.0)
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -78,19 +84,21 @@ def main() -> None:
 
 
 def _pages(evaluation: Evaluation) -> None:
+    from soev_pipeline.run.heap import collector_paused
     from soev_pipeline.run.service import aggregate_run
     from soev_pipeline.view import write_scoring_pages
 
     assert evaluation.scoring is not None
-    made = aggregate_run(evaluation.archive, evaluation.scoring)
-    known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
-    write_scoring_pages(
-        evaluation.loaded,
-        evaluation.archive,
-        evaluation.scoring.path,
-        known=known,
-        comparison=made.report.previous,
-    )
+    with collector_paused():
+        made = aggregate_run(evaluation.archive, evaluation.scoring)
+        known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
+        write_scoring_pages(
+            evaluation.loaded,
+            evaluation.archive,
+            evaluation.scoring.path,
+            known=known,
+            comparison=made.report.previous,
+        )
 
 
 def in_turn(evaluation: Evaluation) -> None:
@@ -118,6 +126,7 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
     from soev_pipeline import api
     from soev_pipeline.orchestration import record
     from soev_pipeline.orchestration.keys import asset_key
+    from soev_pipeline.run.heap import collector_paused
     from soev_pipeline.run.service import aggregate, aggregate_run
     from soev_pipeline.view import write_scoring_pages
 
@@ -130,6 +139,13 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
     def add(name: str, work: Callable[[], object]) -> None:
         times.setdefault(name, []).append(_timed(work))
 
+    def paused(work: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            with collector_paused():
+                return work()
+
+        return run
+
     def record_ahead() -> float:
         record.open_ahead(evaluation.paths)
         return _timed(lambda: record.record(evaluation))
@@ -137,21 +153,23 @@ def measure(project: Path, repeat: int, rescores: int) -> None:
     made = aggregate_run(archive, scoring)
     known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
     for _ in range(repeat):
-        add("aggregate, folded while graded", lambda: aggregate(archive, scoring))
-        add("aggregate, files read back", lambda: aggregate(archive, scoring.path))
+        add("aggregate, folded while graded", paused(lambda: aggregate(archive, scoring)))
+        add("aggregate, files read back", paused(lambda: aggregate(archive, scoring.path)))
         add(
             "pages, given what aggregate read",
-            lambda: write_scoring_pages(
-                evaluation.loaded,
-                archive,
-                scoring.path,
-                known=known,
-                comparison=made.report.previous,
+            paused(
+                lambda: write_scoring_pages(
+                    evaluation.loaded,
+                    archive,
+                    scoring.path,
+                    known=known,
+                    comparison=made.report.previous,
+                )
             ),
         )
         add(
             "pages, reading it again",
-            lambda: write_scoring_pages(evaluation.loaded, archive, scoring.path),
+            paused(lambda: write_scoring_pages(evaluation.loaded, archive, scoring.path)),
         )
         times.setdefault("record, instance opened ahead", []).append(record_ahead())
         add("record, instance opened then", lambda: record.record(evaluation))

@@ -33,7 +33,7 @@ from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
-from soev_pipeline.run.heap import frozen_heap
+from soev_pipeline.run.heap import collector_paused, frozen_heap
 from soev_pipeline.run.overlap import attempt_and_grade
 from soev_pipeline.run.pool import workers_setting
 from soev_pipeline.run.progress import Progress, Step
@@ -261,16 +261,19 @@ async def execute(
                 graded(Evaluation(loaded, paths, archive, ordered, attempted, scoring, None))
             if "aggregate" in ordered:
                 scoring = scoring or Scoring.read(archive, latest_scoring(archive))
-                made = aggregate_run(archive, scoring, progress)
-                report = made.report
-                known = [made.attempts] if made.previous is None else [made.attempts, made.previous]
-                # imported when needed: `soev-evals run` imports it while the attempts run
-                from soev_pipeline.view.html_report import write_scoring_pages
+                with collector_paused():
+                    made = aggregate_run(archive, scoring, progress)
+                    report = made.report
+                    known = [made.attempts]
+                    if made.previous is not None:
+                        known.append(made.previous)
+                    # imported when needed: `soev-evals run` imports it while attempts run
+                    from soev_pipeline.view.html_report import write_scoring_pages
 
-                pages = write_scoring_pages(
-                    loaded, archive, scoring.path, known=known, comparison=report.previous
-                )
-                archive.commit(scoring.path, pages)
+                    pages = write_scoring_pages(
+                        loaded, archive, scoring.path, known=known, comparison=report.previous
+                    )
+                    archive.commit(scoring.path, pages)
                 if attempting:
                     await publish(bindings, archive, report)
     return Evaluation(loaded, paths, archive, ordered, attempted, scoring, report)

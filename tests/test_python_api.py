@@ -222,3 +222,31 @@ def test_graded_is_called_once_the_grade_step_is_done_before_the_report(
     assert made.report is not None
     run_sync(execute(project_path, "g1", steps=["aggregate"], graded=graded))
     assert len(seen) == 1  # no grade step, no call
+
+
+def test_the_report_and_its_pages_are_made_with_the_collector_paused(
+    project_path: Path, system: FakeThreadAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from soev_pipeline.run import service
+    from soev_pipeline.view import html_report
+
+    seen: list[tuple[str, bool]] = []
+    aggregate_run, write_pages = service.aggregate_run, html_report.write_scoring_pages
+
+    def aggregating(*args: Any, **kwargs: Any) -> Any:
+        seen.append(("aggregate", gc.isenabled()))
+        return aggregate_run(*args, **kwargs)
+
+    def writing(*args: Any, **kwargs: Any) -> Any:
+        seen.append(("pages", gc.isenabled()))
+        return write_pages(*args, **kwargs)
+
+    monkeypatch.setattr("soev_pipeline.api.aggregate_run", aggregating)
+    monkeypatch.setattr(html_report, "write_scoring_pages", writing)
+    assert gc.isenabled()
+    made = run_sync(execute(project_path, "c1", selection=RunSelection(suites=("kern",))))
+    assert made.report is not None
+    assert seen == [("aggregate", False), ("pages", False)]
+    assert gc.isenabled()  # on again once they are done

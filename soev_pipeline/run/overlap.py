@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from pathlib import Path
 
+from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import LoadedProject
 from soev_pipeline.project.paths import RunsDir
 from soev_pipeline.runtime import RuntimeBindings
 
 from .archive import RunArchive
 from .progress import Progress
+from .run_attempts import PreviousAhead, read_previous_ahead
 from .service import AttemptedRun, NotTheArchive, RunSelection, Scoring, attempt, grade
 from .stream import ArchivedStream
 
@@ -42,6 +45,8 @@ async def attempt_and_grade(
     read when the attempt step is over, are the stream's, in its order; otherwise (a
     resumed run, attempts run once more) the run is graded after its attempts, as `grade`
     does. A failure or an interruption of the attempts discards the streamed scoring.
+    Meanwhile a thread reads the previous run's attempts for the report (the scoring's
+    `previous`), which the aggregate step takes when no other run changed since.
 
     Raises:
         The errors of `attempt` and of `grade`.
@@ -64,6 +69,7 @@ async def attempt_and_grade(
         )
     )
     grading: asyncio.Future[Scoring] | None = None
+    ahead: asyncio.Future[PreviousAhead | None] | None = None
     try:
         opened = asyncio.ensure_future(stream.opened.wait())
         try:
@@ -71,6 +77,7 @@ async def attempt_and_grade(
         finally:
             opened.cancel()
         if stream.opened.is_set() and not stream.closed:
+            ahead = asyncio.ensure_future(asyncio.to_thread(_read_ahead, archive))
             grading = asyncio.ensure_future(
                 grade(
                     loaded,
@@ -87,12 +94,10 @@ async def attempt_and_grade(
         attempted = await attempting
     except BaseException:
         stream.close()
-        for task in (attempting, grading):
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(
-            *(task for task in (attempting, grading) if task is not None), return_exceptions=True
-        )
+        tasks = [task for task in (attempting, grading, ahead) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         raise
     stream.close()
     scoring: Scoring | None = None
@@ -101,6 +106,8 @@ async def attempt_and_grade(
             scoring = replace(await grading, ledger=stream.ledger())
         except NotTheArchive:
             scoring = None
+        if scoring is not None and ahead is not None:
+            scoring = replace(scoring, previous=await ahead)
     if scoring is None:
         scoring = await grade(
             loaded,
@@ -111,3 +118,16 @@ async def attempt_and_grade(
             progress=progress,
         )
     return attempted, scoring
+
+
+def _read_ahead(archive: RunArchive) -> PreviousAhead | None:
+    """The previous run's attempts for the report, read on a thread while the attempts
+    run (`read_previous_ahead`); None when they do not read: the aggregate step then reads
+    them itself, and says what is wrong. In an object store it reads nothing: the runs
+    there have no state to check cheaply (`read_previous_ahead`)."""
+    if not isinstance(archive.runs_dir, Path):
+        return None
+    try:
+        return read_previous_ahead(archive.runs_dir, archive.manifest())
+    except (ProjectError, OSError):
+        return None

@@ -8,9 +8,11 @@ made from graded attempts; and the run a comparison takes as the previous one.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.core.models import Split
@@ -262,12 +264,17 @@ def latest_run(runs_dir: RunsDir, project: str) -> RunArchive | None:
     return None
 
 
-def previous_attempts(runs_dir: RunsDir, manifest: Manifest) -> RunAttempts | None:
+def previous_attempts(
+    runs_dir: RunsDir, manifest: Manifest, ahead: PreviousAhead | None = None
+) -> RunAttempts | None:
     """The attempts of the previous run (see `previous_run`), or None.
 
     A previous run whose scoring no longer reads is passed over with None, so that it
-    cannot stop the aggregation of a new run.
+    cannot stop the aggregation of a new run. With `ahead` (`read_previous_ahead`), its
+    attempts when no other run in `runs_dir` changed since they were read.
     """
+    if ahead is not None and _runs_state(runs_dir, manifest.run_id) == ahead.state:
+        return ahead.attempts
     found = _previous(runs_dir, manifest, MAX_UNRUN)
     if found is None:
         return None
@@ -275,3 +282,63 @@ def previous_attempts(runs_dir: RunsDir, manifest: Manifest) -> RunAttempts | No
         return _read(*found)
     except (ProjectError, OSError):
         return None
+
+
+_FileState = tuple[str, int, int, int]
+
+
+@dataclass(frozen=True)
+class PreviousAhead:
+    """The attempts of the previous run read ahead (while a run's attempts run), with the
+    state of the other runs they were read from (`previous_attempts` takes them as read
+    while that state holds)."""
+
+    attempts: RunAttempts | None
+    state: tuple[tuple[str, tuple[_FileState, ...]], ...]
+
+
+def read_previous_ahead(runs_dir: RunsDir, manifest: Manifest) -> PreviousAhead | None:
+    """The attempts of the previous run of the run of `manifest` (`previous_attempts`),
+    with the state of the other runs; None for an object store, whose runs have no state
+    to check cheaply.
+
+    The state is taken before the attempts are read: a run that changes while they are
+    read changes it too, and `previous_attempts` then reads them again.
+    """
+    if not isinstance(runs_dir, Path):
+        return None
+    state = _runs_state(runs_dir, manifest.run_id)
+    if state is None:
+        return None
+    return PreviousAhead(previous_attempts(runs_dir, manifest), state)
+
+
+def _runs_state(
+    runs_dir: RunsDir, run_id: str
+) -> tuple[tuple[str, tuple[_FileState, ...]], ...] | None:
+    """What the choice and the attempts of a previous run depend on, cheap to take again:
+    each other run's folder with the name, inode, size and modification time of its files
+    and of its scorings' files (the archive writes a file whole under a new name, or
+    appends to it). None for an object store, or a runs folder that cannot be listed."""
+    if not isinstance(runs_dir, Path):
+        return None
+    try:
+        with os.scandir(runs_dir) as entries:
+            runs = sorted(e.name for e in entries if e.name != run_id and e.is_dir())
+        return tuple((name, _files_state(runs_dir / name)) for name in runs)
+    except OSError:
+        return None
+
+
+def _files_state(folder: Path, depth: int = 0) -> tuple[_FileState, ...]:
+    state: list[_FileState] = []
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda entry: entry.name):
+            if entry.is_dir(follow_symlinks=False):
+                if depth < 2:  # the run's scorings/ and each scoring in it
+                    for name, inode, size, mtime in _files_state(Path(entry.path), depth + 1):
+                        state.append((f"{entry.name}/{name}", inode, size, mtime))
+                continue
+            stat = entry.stat(follow_symlinks=False)
+            state.append((entry.name, stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(state)

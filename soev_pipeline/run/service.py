@@ -35,7 +35,7 @@ from .manifest import Manifest, build_manifest, check_resumable, check_same_proj
 from .progress import Progress
 from .report import ReportFold, write_report
 from .results import GradingSummary, Report
-from .run_attempts import RunAttempts, previous_attempts
+from .run_attempts import PreviousAhead, RunAttempts, previous_attempts
 from .stream import ArchivedStream
 from .unrun import AttemptLedger, read_ledger
 
@@ -258,7 +258,8 @@ class Scoring:
     A scoring graded in this command also holds its report folded as its verdicts were
     written (`fold`) and, when the attempts were graded as they were archived, the run's
     ledger folded from them (`ledger`): the aggregate step then reads neither its verdicts
-    nor the evidence back.
+    nor the evidence back; and the previous run's attempts, read while the attempts ran
+    (`previous`, see `read_previous_ahead`), which it reads again only if a run changed.
     """
 
     path: Path
@@ -266,6 +267,7 @@ class Scoring:
     location: str = ""
     fold: ReportFold | None = field(default=None, repr=False, compare=False)
     ledger: AttemptLedger | None = field(default=None, repr=False, compare=False)
+    previous: PreviousAhead | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def read(cls, archive: RunArchive, path: Path) -> Scoring:
@@ -393,7 +395,8 @@ def aggregate_run(
         (progress or Progress()).started("aggregate")
         manifest = archive.manifest()
         summary = GradingSummary.model_validate_json((path / SCORING).read_bytes())
-        previous = previous_attempts(archive.runs_dir, manifest)
+        ahead = folded.previous if folded is not None else None
+        previous = previous_attempts(archive.runs_dir, manifest, ahead)
         ledger = folded.ledger if folded is not None else None
         if ledger is None:
             ledger = read_ledger(archive, manifest)

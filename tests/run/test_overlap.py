@@ -22,13 +22,13 @@ import yaml
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage
 from soev_pipeline.project import load, load_for_sealing
 from soev_pipeline.project.sealing import write_seal
-from soev_pipeline.run import RunArchive, grading, service
+from soev_pipeline.run import RunArchive, grading, run_attempts, service
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS
 from soev_pipeline.run.overlap import attempt_and_grade
 from soev_pipeline.run.pool import GradingWorkerError
 from soev_pipeline.run.report import build_report, write_report
 from soev_pipeline.run.results import GradingSummary
-from soev_pipeline.run.run_attempts import previous_attempts
+from soev_pipeline.run.run_attempts import previous_attempts, read_previous_ahead
 from soev_pipeline.run.service import RunSelection, aggregate, grade
 from soev_pipeline.run.unrun import read_ledger
 from soev_pipeline.runtime import RuntimeBindings
@@ -238,9 +238,11 @@ def test_the_report_folded_while_grading_is_the_one_read_back_after(
     def unread(*_: object) -> None:
         raise AssertionError("read back")
 
+    assert scoring.previous is not None and scoring.previous.attempts is not None
     with monkeypatch.context() as patched:
         patched.setattr(service, "iter_graded", unread)
         patched.setattr(service, "read_ledger", unread)
+        patched.setattr(run_attempts, "_previous", unread)  # r0 was read while r1 ran
         folded = aggregate(archive, scoring)
     assert folded.unrun.attempts == 2 and folded.previous is not None
     assert set(folded.criteria) == {"test.noted", "run.no_failure", "usage.max_tokens"}
@@ -262,6 +264,33 @@ def test_the_report_folded_while_grading_is_the_one_read_back_after(
     assert (again / REPORT).read_bytes() == written
 
 
+def test_the_previous_run_read_ahead_is_read_again_once_a_run_changed(tmp_path: Path) -> None:
+    """The previous run's attempts read while a run ran are taken as read only while no
+    other run changed: a new scoring of the previous run (a rescore) is read again."""
+    project = _project(tmp_path / "p", cases=6, concurrency=2)
+    runs = tmp_path / "runs"
+    _run(project, runs, Assistant(), run_id="r0")
+    aggregate(RunArchive(runs, "r0"), RunArchive(runs, "r0").scorings()[-1])
+    _, scoring = _run(project, runs, Assistant())
+    ahead = scoring.previous
+    assert ahead is not None and ahead.attempts is not None and ahead.attempts.run_id == "r0"
+    manifest = RunArchive(runs, "r1").manifest()
+    assert previous_attempts(runs, manifest, ahead) is ahead.attempts  # nothing changed
+    assert read_previous_ahead(runs, manifest) == ahead  # the run's own files do not count
+    earlier = runs / "r0" / "scorings"
+    rescored = earlier / "0002"
+    rescored.mkdir()
+    for name in (SCORING, REPORT):
+        (rescored / name).write_bytes((earlier / "0001" / name).read_bytes())
+    verdicts = (earlier / "0001" / VERDICTS).read_text(encoding="utf-8")
+    (rescored / VERDICTS).write_text(verdicts.replace('"passed":true', '"passed":false'))
+    again = previous_attempts(runs, manifest, ahead)
+    assert again is not None and again == previous_attempts(runs, manifest)
+    assert again != ahead.attempts
+    assert not any(any(case.passes) for case in again.cases.values())
+    assert read_previous_ahead("s3://bucket/runs", manifest) is None  # no state to check
+
+
 def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:
     project = _project(tmp_path / "p", cases=12, concurrency=2)
     arm = Assistant(wait_for={("c010", 0): "c001"})
@@ -270,6 +299,7 @@ def test_in_object_storage_too(tmp_path: Path, s3: S3) -> None:
     streamed = (scoring.path / VERDICTS).read_bytes()
     assert len(streamed.splitlines()) == 12
     assert scoring.path.name == "0001"  # kept: the stream's order was the archive's
+    assert scoring.previous is None  # no previous run read ahead: no state to check
     assert streamed == _regraded(project, runs)
 
 
