@@ -42,6 +42,7 @@ from .results import (
     PublicVerdict,
     Report,
     StatusCounts,
+    public_key,
 )
 from .run_attempts import AttemptsCollector, RunAttempts
 from .scoring import AttemptScore, aggregate, case_figures
@@ -119,9 +120,7 @@ class _Public:
         self._seen: dict[PublicKey, PublicVerdict] = {}
 
     def __call__(self, verdict: Verdict) -> PublicVerdict:
-        return self.of_key(
-            (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
-        )
+        return self.of_key(public_key(verdict))
 
     def of_key(self, key: PublicKey) -> PublicVerdict:
         public = self._seen.get(key)

@@ -32,6 +32,11 @@ PublicKey = tuple[str, Status, str, float, bool]
 """A verdict as a report shows it (`PublicVerdict`): kind, status, detail, weight, gate."""
 
 
+def public_key(verdict: Verdict) -> PublicKey:
+    """The part of `verdict` that a report shows, as a plain tuple."""
+    return (verdict.kind, verdict.status, verdict.detail, verdict.weight, verdict.gate)
+
+
 class Folded(NamedTuple):
     """What a report keeps of a graded attempt (`report.ReportFold`): where it belongs,
     its score and pass, and each verdict as the report shows it. Plain tuples, which cost
@@ -54,7 +59,7 @@ class Folded(NamedTuple):
             graded.attempt,
             graded.score,
             graded.passed,
-            tuple((v.kind, v.status, v.detail, v.weight, v.gate) for v in graded.verdicts),
+            tuple(map(public_key, graded.verdicts)),
         )
 
 
@@ -195,13 +200,7 @@ class PublicVerdict(FrozenModel):
 
     @classmethod
     def of(cls, verdict: Verdict) -> PublicVerdict:
-        return cls(
-            kind=verdict.kind,
-            status=verdict.status,
-            detail=verdict.detail,
-            weight=verdict.weight,
-            gate=verdict.gate,
-        )
+        return cls.of_key(public_key(verdict))
 
     @classmethod
     def of_key(cls, key: PublicKey) -> PublicVerdict:
