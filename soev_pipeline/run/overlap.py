@@ -8,8 +8,10 @@ imports dagster.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from soev_pipeline.core.errors import ProjectError
 from soev_pipeline.project import LoadedProject
@@ -54,6 +56,19 @@ async def attempt_and_grade(
     progress = progress or Progress()
     stream = ArchivedStream()
     archive = RunArchive(runs_dir, run_id)
+
+    def grading_of(arriving: ArchivedStream | None) -> Coroutine[Any, Any, Scoring]:
+        """The grade step of the run: of `arriving` as it is archived, or (None) after."""
+        return grade(
+            loaded,
+            archive,
+            judge=bindings.judge,
+            language_detector=bindings.language_detector,
+            offline=offline,
+            progress=progress,
+            arriving=arriving,
+        )
+
     attempting = asyncio.ensure_future(
         attempt(
             loaded,
@@ -78,17 +93,7 @@ async def attempt_and_grade(
             opened.cancel()
         if stream.opened.is_set() and not stream.closed:
             ahead = asyncio.ensure_future(asyncio.to_thread(_read_ahead, archive))
-            grading = asyncio.ensure_future(
-                grade(
-                    loaded,
-                    archive,
-                    judge=bindings.judge,
-                    language_detector=bindings.language_detector,
-                    offline=offline,
-                    progress=progress,
-                    arriving=stream,
-                )
-            )
+            grading = asyncio.ensure_future(grading_of(stream))
             # a grading that failed takes no more lines: its error is raised after the run
             grading.add_done_callback(lambda _: stream.close())
         attempted = await attempting
@@ -109,14 +114,7 @@ async def attempt_and_grade(
         if scoring is not None and ahead is not None:
             scoring = replace(scoring, previous=await ahead)
     if scoring is None:
-        scoring = await grade(
-            loaded,
-            archive,
-            judge=bindings.judge,
-            language_detector=bindings.language_detector,
-            offline=offline,
-            progress=progress,
-        )
+        scoring = await grading_of(None)
     return attempted, scoring
 
 

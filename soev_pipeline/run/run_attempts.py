@@ -305,8 +305,6 @@ def read_previous_ahead(runs_dir: RunsDir, manifest: Manifest) -> PreviousAhead 
     The state is taken before the attempts are read: a run that changes while they are
     read changes it too, and `previous_attempts` then reads them again.
     """
-    if not isinstance(runs_dir, Path):
-        return None
     state = _runs_state(runs_dir, manifest.run_id)
     if state is None:
         return None
