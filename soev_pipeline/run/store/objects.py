@@ -24,6 +24,7 @@ this process, which is removed when it ends.
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from soev_pipeline.core.errors import ProjectError
 
@@ -274,12 +276,13 @@ class ObjectStore:
             return None
         return [item for item in read if item is not None]
 
-    def _body(self, run_id: str, latest: str | None) -> bytes:
+    def _write_body(self, run_id: str, latest: str | None, out: IO[bytes]) -> None:
+        """Write the lines of compaction `latest` (kept here), without its header, to `out`."""
         if latest is None:
-            return b""
+            return
         with (self.listings.kept(run_id) / latest).open("rb") as compacted:
             compacted.readline()
-            return compacted.read()
+            shutil.copyfileobj(compacted, out)
 
     def refresh_evidence(self, run_id: str) -> None:
         """Write the cache's `evidence.jsonl`: the latest compaction's lines, then the
@@ -302,10 +305,7 @@ class ObjectStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{EVIDENCE}.{threading.get_ident()}.tmp")
             with naming(path), temporary.open("wb") as out:
-                if latest is not None:
-                    with (self.listings.kept(run_id) / latest).open("rb") as compacted:
-                        compacted.readline()
-                        shutil.copyfileobj(compacted, out)
+                self._write_body(run_id, latest, out)
                 out.writelines(first_copies(kept, read))
             os.replace(temporary, path)
             with self._guard:
@@ -328,10 +328,12 @@ class ObjectStore:
             if read is None:
                 continue
             kept = set(compaction.holds)
-            body = self._body(run_id, latest) + b"".join(first_copies(kept, read))
+            body = io.BytesIO()
+            self._write_body(run_id, latest, body)
+            body.writelines(first_copies(kept, read))
             number = compaction_number(latest) + 1 if latest else 1
             key = compaction_key(number)
-            data = compaction_bytes(compaction.covers | set(loose), kept, body)
+            data = compaction_bytes(compaction.covers | set(loose), kept, body.getvalue())
             if self.bucket.create(f"{run_id}/{key}", data) is not None:
                 self.listings.keep(run_id, key, data)
                 break
