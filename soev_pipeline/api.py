@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from soev_pipeline.core.errors import ProjectError
+from soev_pipeline.core.generators import tracked
 from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
@@ -488,4 +489,4 @@ class _Box(Generic[T]):
 
 
 async def _boxed(work: Coroutine[Any, Any, T]) -> _Box[T]:
-    return _Box(await work)
+    return _Box(await tracked(work))

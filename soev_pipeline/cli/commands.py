@@ -12,7 +12,6 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from soev_pipeline import api
 from soev_pipeline.core import transport
@@ -53,23 +52,23 @@ from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, inte
 from .exporting import cmd_export as cmd_export
 from .probing import cmd_probe_judge as cmd_probe_judge
 from .progress import Preloading, TerminalProgress
+from .recording import RECORD_MODULE, record_now, start_recording
 from .render import render_comparison, render_plan, render_report, write_report_json
 from .signals import interruption_name, interruption_status
 from .viewing import cmd_view as cmd_view
 from .viewing import write_html
 
-if TYPE_CHECKING:
-    from soev_pipeline.orchestration.record import Recording
-
 logger = logging.getLogger(__name__)
 
 
-def _after_the_run(paths: ProjectPaths, loaded: LoadedProject) -> None:
+def _after_the_run(paths: ProjectPaths, loaded: LoadedProject, *, record: bool) -> None:
     """What `run` imports and prepares while its attempts run: to write its HTML report (its
-    templates compiled: `html_report.warm`), to record the run (Dagster, the project's
-    instance opened with its storage connected, the suites' versions: `record.open_ahead`)."""
+    templates compiled: `html_report.warm`), and with `record`, to record the run in this
+    process (Dagster, the project's instance opened with its storage connected, the
+    suites' versions: `record.open_ahead`)."""
     importlib.import_module("soev_pipeline.view.html_report").warm()
-    importlib.import_module("soev_pipeline.orchestration.record").open_ahead(paths, loaded)
+    if record:
+        importlib.import_module(RECORD_MODULE).open_ahead(paths, loaded)
 
 
 def _close_ahead() -> None:
@@ -79,7 +78,7 @@ def _close_ahead() -> None:
     the module is in `sys.modules` but not yet whole, and there is nothing of it to close. A
     failure to close never hides the error that stopped the run.
     """
-    recording = sys.modules.get("soev_pipeline.orchestration.record")
+    recording = sys.modules.get(RECORD_MODULE)
     close = getattr(recording, "close_ahead", None)
     if close is None:
         return
@@ -113,16 +112,17 @@ def _prepare_transport() -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Attempt, grade and aggregate the run (`soev_pipeline.api`), then record it in the
     project's Dagster instance and print its report."""
-    _prepare_transport()
     paths = _paths(args)
     loaded = load(paths.project_file, suite_cache=paths.suite_cache)
     resume = args.resume is not None
     if not resume:
         RunSelection(tuple(args.suite), args.split, args.k).check(loaded)
     run_id = check_run_id(args.resume or args.run_id or new_run_id())
-    progress = Preloading(sys.stderr, functools.partial(_after_the_run, paths, loaded))
+    recording = start_recording(paths, loaded)  # before the first thread: it may fork
+    _prepare_transport()
+    preload = functools.partial(_after_the_run, paths, loaded, record=not recording.forked)
+    progress = Preloading(sys.stderr, preload)
     progress.phase(f"run {run_id}")
-    recording = _Recorder(paths)
     try:
         evaluation = api.run_sync(
             api.evaluate_run(
@@ -141,7 +141,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except BaseException as exc:
         progress.close()
-        if not interrupted(exc):  # interrupted, it goes at once: each write is whole
+        if interrupted(exc):  # it goes at once: each write is whole
+            recording.abandon()
+        else:
             recording.finish(None)
         _close_ahead()
         if interrupted(exc):
@@ -193,70 +195,6 @@ def _stopped(archive: RunArchive, exc: BaseException) -> RunStoppedError | None:
         f"{explain(exc)}; run {archive.run_id!r} stopped, {done} {attempts} archived in "
         f"{archive.path}; {when}, then resume with: soev-evals run --resume {archive.run_id}"
     )
-
-
-def _record(evaluation: api.Evaluation) -> None:
-    """Record the run in the project's Dagster instance; the run is archived either way, so a
-    failure here is a warning, not an error."""
-    from soev_pipeline.orchestration.record import record
-
-    try:
-        record(evaluation)
-    except Exception as exc:
-        _record_failed(evaluation, exc)
-
-
-def _record_failed(evaluation: api.Evaluation, exc: Exception) -> None:
-    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-    _notice(
-        f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
-        f"`soev-evals rescore {evaluation.archive.run_id}` records it again"
-    )
-
-
-class _Recorder:
-    """`run`'s record in Dagster (`record.Recording`), its first part on a thread of its own
-    while the run is aggregated and its pages are written, where it mostly waits on the
-    disk; a failure of either part is the warning of `_record`."""
-
-    def __init__(self, paths: ProjectPaths) -> None:
-        self._paths = paths
-        self._recording: Recording | None = None
-        self._thread: threading.Thread | None = None
-        self._error: Exception | None = None
-
-    def graded(self, evaluation: api.Evaluation) -> None:
-        """Start the first part (`api.execute` calls this on its event loop's thread)."""
-        self._thread = threading.Thread(
-            target=self._record_graded, args=(evaluation,), name="soev-record", daemon=True
-        )
-        self._thread.start()
-
-    def _record_graded(self, evaluation: api.Evaluation) -> None:
-        try:
-            module = importlib.import_module("soev_pipeline.orchestration.record")
-            self._recording = module.Recording(self._paths)
-            self._recording.graded(evaluation)
-        except Exception as exc:
-            self._error = exc
-
-    def finish(self, evaluation: api.Evaluation | None) -> None:
-        """Wait for the first part and record the rest; with None (the run failed), only
-        wait and close."""
-        if self._thread is not None:
-            self._thread.join()
-        recording, error = self._recording, self._error
-        if recording is None and error is None:
-            if evaluation is not None:
-                _record(evaluation)
-            return
-        try:
-            if recording is not None:
-                recording.finish(None if error is not None else evaluation)
-        except Exception as exc:
-            error = error or exc
-        if error is not None and evaluation is not None:
-            _record_failed(evaluation, error)
 
 
 def _notice(text: str) -> None:
@@ -412,7 +350,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    _record(evaluation)
+    record_now(evaluation)
     assert evaluation.report is not None  # every step ran
     _print(render_report(evaluation.report))
     return EXIT_OK

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from soev_pipeline.cli.main import build_parser
+from soev_pipeline.project import ProjectPaths
 
 
 def test_run_takes_the_options_of_section_8() -> None:
@@ -117,21 +118,32 @@ def test_the_console_script_makes_the_collector_run_less_often(
         gc.set_threshold(*before)
 
 
-def test_run_prepares_the_transport_on_a_thread_before_it_loads_the_project(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_run_forks_its_recorder_before_it_starts_a_thread_then_prepares_the_transport(
+    project_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A fork copies only the calling thread: the recording process is forked before the
+    transport is prepared on a thread of its own."""
     import threading
 
-    from soev_pipeline.cli import commands
+    from soev_pipeline.cli import commands, recording
     from soev_pipeline.cli.main import main
 
+    events: list[str] = []
     prepared = threading.Event()
+
+    def start_recording(paths: ProjectPaths, loaded: object) -> recording.Recorder:
+        running = {thread.name for thread in threading.enumerate()}
+        events.append("forked" if "soev-transport" not in running else "forked too late")
+        return recording.Threaded(paths)
 
     def prepare() -> None:
         assert threading.current_thread().name == "soev-transport"
+        events.append("prepared")
         prepared.set()
 
+    monkeypatch.setattr(commands, "start_recording", start_recording)
     monkeypatch.setattr(commands.transport, "prepare", prepare)
-    status = main(["run", "--project", str(tmp_path / "missing.yaml")])
-    assert status != 0 and "no such project file" in capsys.readouterr().err
-    assert prepared.wait(10)  # started before the project was found missing
+    status = main(["run", "--project", str(project_path), "--suite", "kern"])
+    assert status == 0, capsys.readouterr().err
+    assert prepared.wait(60)
+    assert events == ["forked", "prepared"]

@@ -1,0 +1,238 @@
+"""`run`'s record in Dagster, made by a process forked for it (`cli.recording.Forked`) or on
+a thread (`Threaded`): the same record, the same one warning when it fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from soev_pipeline.cli import recording
+from soev_pipeline.project import ProjectPaths, load
+from tests.support.thread_api import FakeThreadAPI
+
+RUN_FORKED = """
+import sys
+from soev_pipeline.cli import recording
+from soev_pipeline.cli.main import main
+
+class OnAThread:
+    forked = False
+
+    def __init__(self, *args, **kwargs):
+        raise AssertionError("the run was recorded on a thread of its own process")
+
+recording.Threaded = OnAThread
+status = main(sys.argv[1:])
+assert "dagster" not in sys.modules, "the command imported Dagster"
+sys.exit(status)
+"""
+"""`soev-evals run` in a process of its own, which fails when it records the run itself."""
+
+
+def run_forked(
+    *args: object, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **(env or {})}
+    environment.pop(recording.IN_PROCESS_ENV, None)
+    return subprocess.run(
+        [sys.executable, "-c", RUN_FORKED, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+
+
+def _materialization(instance: Any, name: str, run: str) -> Any:
+    import dagster as dg
+
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(name), asset_partitions=[run]), limit=1
+    ).records
+    assert records, f"no materialization of {name} for {run}"
+    return records[0].asset_materialization
+
+
+@pytest.mark.e2e
+def test_the_record_of_a_forked_process_is_the_record_made_in_the_command(
+    project_path: Path, system: FakeThreadAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same assets, metadata keys, provenance tags and checks, whichever process made
+    them; and the command that forked never imported Dagster itself."""
+    import dagster as dg
+
+    from soev_pipeline.orchestration.metadata import NO_SIGNIFICANT_REGRESSION
+    from tests.support.cli import invoke
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    forked = run_forked("run", "--project", project_path, "--run-id", "f1", "--suite", "kern")
+    assert forked.returncode == 0, forked.stderr
+    assert "recording it in Dagster failed" not in forked.stderr
+    monkeypatch.setenv(recording.IN_PROCESS_ENV, "1")
+    threaded = invoke("run", "--project", project_path, "--run-id", "t1", "--suite", "kern")
+    assert threaded.status == 0, threaded.err
+    with dg.DagsterInstance.get() as instance:
+        for name in ("evidence", "verdicts", "report"):
+            made, compared = (_materialization(instance, name, run) for run in ("f1", "t1"))
+            # the second run has a previous one to compare with: the same keys besides
+            assert set(made.metadata) == {
+                key for key in compared.metadata if not key.startswith("vs_previous/")
+            }, name
+            assert set(made.tags) == set(compared.tags), name
+            assert made.tags["soev/launched_by"] == "cli"
+        for name in ("evidence", "verdicts"):
+            assert (
+                _materialization(instance, name, "f1").metadata["attempts"]
+                == (_materialization(instance, name, "t1").metadata["attempts"])
+            )
+        # the second run records the suite again only if it changed: the forked record
+        # made the first one, with its version
+        suites = instance.fetch_materializations(dg.AssetKey("suites"), limit=10).records
+        assert [record.asset_materialization.partition for record in suites] == ["kern"]
+        for asset, check in (
+            ("report", NO_SIGNIFICANT_REGRESSION),
+            ("verdicts", "graded_with_current_prompts"),
+        ):
+            history = instance.event_log_storage.get_asset_check_execution_history(
+                dg.AssetCheckKey(dg.AssetKey(asset), check), limit=10
+            )
+            assert len(history) == 2, check
+
+
+@pytest.mark.e2e
+def test_a_forked_record_that_fails_is_the_one_warning_after_a_finished_run(
+    project_path: Path, system: FakeThreadAPI, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("storage: {no_such_storage: {}}\n", encoding="utf-8")
+    forked = run_forked(
+        "run",
+        "--project",
+        project_path,
+        "--run-id",
+        "w1",
+        "--suite",
+        "kern",
+        env={"DAGSTER_HOME": str(home)},
+    )
+    assert forked.returncode == 0, forked.stderr
+    warnings = [line for line in forked.stderr.splitlines() if "recording it in Dagster" in line]
+    assert len(warnings) == 1, forked.stderr
+    assert warnings[0].startswith("soev-evals: warning: the run is archived, but recording")
+    assert "`soev-evals rescore w1` records it again" in warnings[0]
+    assert (project_path.parent / "runs" / "w1" / "scorings").is_dir()
+
+
+FORK_AND_LEAVE = """
+import os, sys
+from pathlib import Path
+from soev_pipeline.cli import recording
+from soev_pipeline.project import ProjectPaths, load
+
+paths = ProjectPaths.of(Path(sys.argv[1]), None)
+forked = recording.Forked.start(paths, load(paths.project_file))
+print(forked._pid, flush=True)
+getattr(forked, sys.argv[2])(*([None] if sys.argv[2] == "finish" else []))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("how", ["abandon", "finish", "exit"])
+def test_the_recording_process_ends_with_the_run(
+    how: str, project_path: Path, tmp_path: Path
+) -> None:
+    """Abandoned (Ctrl-C), told the run failed (`finish(None)`), or left by a command that
+    died: the recording process closes what it opened and ends, recording nothing."""
+    script = (
+        FORK_AND_LEAVE
+        if how != "exit"
+        else FORK_AND_LEAVE.replace("getattr(forked", "os._exit(3) or getattr(forked")
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(project_path), how],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == (3 if how == "exit" else 0), done.stderr
+    pid = int(done.stdout.split()[0])
+    for _ in range(600):  # at most a minute, on a busy machine
+        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the recording process {pid} is still running")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def test_a_message_longer_than_the_pipe_goes_whole_and_a_cut_one_is_the_end() -> None:
+    read, write = os.pipe()
+    message = ("graded", b"x" * (1 << 20), list(range(1000)))
+    sender = threading.Thread(target=recording._send, args=(write, message))
+    sender.start()
+    assert recording._receive(read) == message
+    sender.join()
+    os.write(write, recording._HEADER.pack(100) + b"only part of it")
+    os.close(write)
+    assert recording._receive(read) is None
+    os.close(read)
+
+
+def test_a_recording_process_whose_command_is_gone_stops_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A grading worker the command forked may hold the pipe open after the command died:
+    the process then sees its parent change, not the end of the pipe."""
+    monkeypatch.setattr(recording, "_POLL_S", 0.01)
+    read, write = os.pipe()
+    try:
+        recording._send(write, ("finish", None))
+        assert recording._receive(read, parent=os.getppid()) == ("finish", None)
+        assert recording._receive(read, parent=-1) is None  # not this one's parent: gone
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_the_record_is_made_on_a_thread_where_forking_is_unsafe(
+    project_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = ProjectPaths.of(project_path, None)
+    loaded = load(paths.project_file)
+    started: list[str] = []
+    monkeypatch.setattr(
+        recording.Forked, "start", classmethod(lambda cls, *a: started.append("fork"))
+    )
+    monkeypatch.delenv(recording.IN_PROCESS_ENV, raising=False)
+    alive = threading.Thread(target=time.sleep, args=(0.5,))
+    alive.start()  # this test's process runs another thread
+    try:
+        assert isinstance(recording.start_recording(paths, loaded), recording.Threaded)
+    finally:
+        alive.join()
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    in_object_storage = ProjectPaths.of(project_path, "s3://bucket/runs")
+    assert isinstance(recording.start_recording(in_object_storage, loaded), recording.Threaded)
+    monkeypatch.setenv(recording.IN_PROCESS_ENV, "1")
+    assert isinstance(recording.start_recording(paths, loaded), recording.Threaded)
+    assert started == []
+    monkeypatch.delenv(recording.IN_PROCESS_ENV)
+    assert isinstance(recording.start_recording(paths, loaded), recording.Threaded)  # start: None
+    assert started == ["fork"]

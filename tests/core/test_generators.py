@@ -1,0 +1,151 @@
+"""Half-read async generators are closed without waking the loop (`core.generators`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import sys
+import threading
+from collections.abc import AsyncIterator
+
+from soev_pipeline.core.generators import tracked
+
+
+class Closings:
+    """Async generators that note when their `finally` runs, on a loop that counts the
+    calls made to wake it from another thread."""
+
+    def __init__(self) -> None:
+        self.closed: list[str] = []
+        self.wakeups = 0
+
+    async def numbers(self, name: str) -> AsyncIterator[int]:
+        try:
+            for number in range(10):
+                yield number
+        finally:
+            self.closed.append(name)
+
+    def run(self, work: object) -> object:
+        loop = asyncio.new_event_loop()
+        threadsafe = loop.call_soon_threadsafe
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.wakeups += 1
+            return threadsafe(*args, **kwargs)  # type: ignore[arg-type]
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        try:
+            return loop.run_until_complete(tracked(work))  # type: ignore[arg-type]
+        finally:
+            loop.close()
+
+
+def test_a_generator_dropped_on_the_loops_thread_is_closed_without_waking_the_loop() -> None:
+    closings = Closings()
+
+    async def work() -> None:
+        numbers = closings.numbers("dropped")
+        assert await numbers.__anext__() == 0
+        del numbers  # half read, dropped: finalized at once
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert closings.closed == ["dropped"]
+
+    closings.run(work())
+    assert closings.wakeups == 0
+
+
+def test_without_the_hooks_the_loop_is_woken_for_each_such_generator() -> None:
+    """What the hooks save: asyncio's own finalizer wakes the loop (the counter counts)."""
+    closings = Closings()
+
+    async def work() -> None:
+        numbers = closings.numbers("dropped")
+        await numbers.__anext__()
+        del numbers
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    loop = asyncio.new_event_loop()
+    threadsafe = loop.call_soon_threadsafe
+    calls: list[object] = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return threadsafe(*args, **kwargs)  # type: ignore[arg-type]
+
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    try:
+        loop.run_until_complete(work())
+    finally:
+        loop.close()
+    assert closings.closed == ["dropped"] and len(calls) == 1
+
+
+def test_a_generator_dropped_on_another_thread_wakes_the_loop_to_be_closed() -> None:
+    closings = Closings()
+
+    async def work() -> None:
+        numbers = closings.numbers("elsewhere")
+        await numbers.__anext__()
+        box = [numbers]
+        del numbers
+        dropper = threading.Thread(target=box.clear)
+        dropper.start()
+        dropper.join()
+        for _ in range(100):
+            if closings.closed:
+                break
+            await asyncio.sleep(0.01)
+        assert closings.closed == ["elsewhere"]
+
+    closings.run(work())
+    assert closings.wakeups == 1
+
+
+def test_generators_left_open_are_closed_when_the_work_ends_and_the_hooks_restored() -> None:
+    closings = Closings()
+    kept: list[AsyncIterator[int]] = []
+    before = sys.get_asyncgen_hooks()
+
+    async def work() -> str:
+        numbers = closings.numbers("kept")
+        await numbers.__anext__()  # type: ignore[attr-defined]
+        kept.append(numbers)
+        return "done"
+
+    assert closings.run(work()) == "done"
+    assert closings.closed == ["kept"]
+    assert sys.get_asyncgen_hooks() == before
+    kept.clear()
+    gc.collect()
+    assert closings.closed == ["kept"]  # closed once
+
+
+def test_a_cancelled_work_still_closes_what_it_left_open() -> None:
+    closings = Closings()
+
+    async def work() -> None:
+        numbers = closings.numbers("cancelled")
+        await numbers.__anext__()
+        holder = [numbers]
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            assert holder
+
+    async def cancel_it() -> None:
+        task = asyncio.ensure_future(tracked(work()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(cancel_it())
+    finally:
+        loop.close()
+    assert closings.closed == ["cancelled"]
