@@ -71,15 +71,16 @@ class Preloading(TerminalProgress):
     What a command needs after its run (the HTML report's templates; Dagster, to record it,
     when no process of its own does: `recording`) takes a while to import: on a thread of
     its own, the import overlaps the attempts, which mostly wait on the system under test
-    (`bench/throughput.py` has the figures). The import is waited for when grading starts,
-    before grading may fork its workers: a fork in the middle of an import could leave a
-    worker with a module half made. An error of `preload` is dropped: what failed fails
-    again where it is needed.
+    (`bench/throughput.py` has the figures). It begins once the first attempt is archived,
+    when the first requests are out and their connections open, or when grading starts,
+    whichever comes first; grading waits for it, before it may fork its workers: a fork in
+    the middle of an import could leave a worker with a module half made. An error of
+    `preload` is dropped: what failed fails again where it is needed.
 
     While it runs, the interpreter switches threads every `PRELOAD_SWITCH_S` instead of
     every 5 ms: the event loop that sends the attempts gives the interpreter's lock up at
     each read and write, and would otherwise wait up to 5 ms to get it back from the
-    import each time (the 50 ms run's attempt phase: 0.26 s longer with the 5 ms).
+    import each time.
     """
 
     def __init__(self, stream: TextIO, preload: Callable[[], object]) -> None:
@@ -87,11 +88,21 @@ class Preloading(TerminalProgress):
         self._thread = threading.Thread(
             target=_quietly, args=(preload,), name="soev-preload", daemon=True
         )
+        self._starting = threading.Lock()
+
+    def _begin(self) -> None:
+        with self._starting:
+            if self._thread.ident is None:
+                self._thread.start()
+
+    def attempts(self, done: int, total: int, failed: int) -> None:
+        super().attempts(done, total, failed)
+        if self._thread.ident is None:
+            self._begin()
 
     def started(self, step: Step) -> None:
-        if step == "attempt" and self._thread.ident is None:
-            self._thread.start()
-        elif step == "grade" and self._thread.ident is not None:
+        if step == "grade":
+            self._begin()
             self._thread.join()
 
 

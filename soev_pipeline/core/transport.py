@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import ssl
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -112,10 +113,20 @@ def prepare() -> None:
     default_tls_context()
 
 
-@functools.cache
+_TLS_LOCK = threading.Lock()
+
+
 def default_tls_context() -> ssl.SSLContext:
     """httpx's default TLS context (certifi's authorities, or SSL_CERT_FILE's), made once a
-    process: reading the certificates takes 20 to 40 ms, and every client opens a session."""
+    process: reading the certificates takes 20 to 40 ms, and every client opens a session.
+    A second caller waits for the first (`prepare`'s thread, the first request) rather
+    than reading them again beside it."""
+    with _TLS_LOCK:
+        return _tls_context()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 

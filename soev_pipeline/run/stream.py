@@ -24,7 +24,9 @@ class ArchivedStream:
     """The attempts of a new run, in the order they are archived.
 
     `open` (the run is created, its attempts are planned) lets grading start; `archived`
-    adds an attempt's line; `close` ends the stream. `abandon` ends it too and marks it
+    adds an attempt's line; `close` ends the stream. `first` is set once the first line is
+    in, or the stream is closed: what starts with the attempts but is not needed for the
+    first requests waits for it (see `overlap`). `abandon` ends it too and marks it
     unfit for the scoring: the run went on in a way the stream does not follow (its
     unrun attempts are run once more, and their new lines replace old ones).
     """
@@ -32,6 +34,7 @@ class ArchivedStream:
     def __init__(self) -> None:
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self.opened = asyncio.Event()
+        self.first = asyncio.Event()
         self.total = 0
         self.chunk = 1
         self.keys: list[tuple[str, int]] = []
@@ -55,12 +58,14 @@ class ArchivedStream:
         """The line of an attempt, just archived; dropped once the stream is closed."""
         if not self.closed:
             self._lines.put_nowait(line)
+            self.first.set()
 
     def close(self) -> None:
         """No more attempts: the reader ends after the ones it has."""
         if not self.closed:
             self.closed = True
             self._lines.put_nowait(None)
+            self.first.set()
 
     def abandon(self) -> None:
         """End the stream, unfit for the scoring (see the class)."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 
 import pytest
 
-from soev_pipeline.cli.progress import TerminalProgress
+from soev_pipeline.cli.progress import PRELOAD_SWITCH_S, Preloading, TerminalProgress
 
 
 class FakeTerminal(io.StringIO):
@@ -59,3 +60,35 @@ def test_a_run_that_fails_while_the_record_is_still_imported_reports_its_own_err
     closing.close_ahead = broken  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, closing)
     commands._close_ahead()
+
+
+class _Preload:
+    def __init__(self) -> None:
+        self.ran = threading.Event()
+        self.switch_interval = 0.0
+
+    def __call__(self) -> None:
+        self.switch_interval = sys.getswitchinterval()
+        self.ran.set()
+
+
+def test_the_preload_begins_with_the_first_archived_attempt_and_grading_waits_for_it() -> None:
+    preload = _Preload()
+    progress = Preloading(io.StringIO(), preload)
+    progress.started("attempt")  # the first requests go out: nothing begins yet
+    assert not preload.ran.wait(0.2)
+    progress.attempts(1, 10, 0)
+    progress.started("grade")  # waits for it
+    assert preload.ran.is_set()
+    assert preload.switch_interval == pytest.approx(PRELOAD_SWITCH_S)  # while it ran
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # and back after
+    progress.attempts(2, 10, 0)  # begun once
+
+
+def test_grading_begins_the_preload_when_no_attempt_was_archived() -> None:
+    """A resumed run with nothing left to attempt goes to grading at once."""
+    preload = _Preload()
+    progress = Preloading(io.StringIO(), preload)
+    progress.started("attempt")
+    progress.started("grade")
+    assert preload.ran.is_set()

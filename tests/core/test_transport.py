@@ -464,6 +464,40 @@ def test_the_default_tls_context_is_made_once_and_checks_certificates() -> None:
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
+def test_callers_at_once_make_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up thread and the first request may ask at once: one reads the
+    certificates, the other waits for its context."""
+    import threading
+
+    from soev_pipeline.core import transport
+
+    made: list[object] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def create_ssl_context() -> object:
+        made.append(object())
+        inside.set()
+        release.wait(30)
+        return made[-1]
+
+    transport._tls_context.cache_clear()
+    monkeypatch.setattr(transport.httpx, "create_ssl_context", create_ssl_context)
+    try:
+        contexts: list[object] = []
+        first = threading.Thread(target=lambda: contexts.append(default_tls_context()))
+        first.start()
+        assert inside.wait(30)
+        second = threading.Thread(target=lambda: contexts.append(default_tls_context()))
+        second.start()
+        release.set()
+        first.join()
+        second.join()
+        assert len(made) == 1 and contexts == [made[0], made[0]]
+    finally:
+        transport._tls_context.cache_clear()
+
+
 def test_prepare_imports_aiohttp_and_makes_the_tls_context_ahead() -> None:
     import subprocess
     import sys
@@ -471,7 +505,7 @@ def test_prepare_imports_aiohttp_and_makes_the_tls_context_ahead() -> None:
     code = (
         "import sys; from soev_pipeline.core import transport; "
         "before = 'aiohttp' in sys.modules; transport.prepare(); "
-        "made = transport.default_tls_context.cache_info().currsize; "
+        "made = transport._tls_context.cache_info().currsize; "
         "sys.exit(0 if not before and 'aiohttp' in sys.modules and made == 1 else 1)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

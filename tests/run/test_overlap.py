@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,10 +23,11 @@ import yaml
 from soev_pipeline.core.models import Case, Evidence, Failure, Turn, Usage
 from soev_pipeline.project import load, load_for_sealing
 from soev_pipeline.project.sealing import write_seal
-from soev_pipeline.run import RunArchive, grading, run_attempts, service
+from soev_pipeline.run import RunArchive, grading, overlap, run_attempts, service
 from soev_pipeline.run.archive import REPORT, SCORING, VERDICTS
 from soev_pipeline.run.overlap import attempt_and_grade
 from soev_pipeline.run.pool import GradingWorkerError
+from soev_pipeline.run.progress import Progress, Step
 from soev_pipeline.run.report import build_report, write_report
 from soev_pipeline.run.results import GradingSummary
 from soev_pipeline.run.run_attempts import previous_attempts, read_previous_ahead
@@ -262,6 +264,75 @@ def test_the_report_folded_while_grading_is_the_one_read_back_after(
     again.mkdir()
     write_report(again, after)
     assert (again / REPORT).read_bytes() == written
+
+
+class Held(Assistant):
+    """An assistant whose first answer waits until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def attempt(
+        self, case: Case, *, attempt: int, fields: Mapping[str, Any] | None = None
+    ) -> Evidence:
+        await self.release.wait()
+        return await super().attempt(case, attempt=attempt, fields=fields)
+
+
+class Noted(Progress):
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.grading = threading.Event()
+
+    def started(self, step: Step) -> None:
+        self.log.append(f"started {step}")
+        if step == "grade":
+            self.grading.set()
+
+    def attempts(self, done: int, total: int, failed: int) -> None:
+        self.log.append(f"archived {done}")
+
+
+def test_grading_and_the_read_ahead_begin_once_the_first_attempt_is_archived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither is needed for the first requests: begun with them, their start-up work
+    (grading waits for the command's start-up thread) would take the event loop's
+    interpreter lock while those requests go out."""
+    project = _project(tmp_path / "p", cases=3, concurrency=1)
+    progress, arm = Noted(), Held()
+    read_ahead = overlap._read_ahead
+
+    def noted_read_ahead(archive: RunArchive) -> Any:
+        progress.log.append("read ahead")
+        return read_ahead(archive)
+
+    monkeypatch.setattr(overlap, "_read_ahead", noted_read_ahead)
+
+    async def main() -> Any:
+        running = asyncio.ensure_future(
+            attempt_and_grade(
+                load(project),
+                tmp_path / "runs",
+                "r1",
+                RunSelection(k=1),
+                RuntimeBindings(arm=arm),  # type: ignore[arg-type]
+                progress=progress,
+            )
+        )
+        # nothing is archived yet: the grade step has not begun (it would tell the
+        # progress at once, from a thread, if it had)
+        began = await asyncio.to_thread(progress.grading.wait, 0.5)
+        assert not began and progress.log == ["started attempt"]
+        arm.release.set()
+        return await running
+
+    _, scoring = asyncio.run(main())
+    assert scoring.summary.attempts == 3
+    first = progress.log.index("archived 1")
+    assert progress.log.index("started grade") > first
+    assert progress.log.index("read ahead") > first
 
 
 def test_the_previous_run_read_ahead_is_read_again_once_a_run_changed(tmp_path: Path) -> None:
