@@ -66,6 +66,8 @@ class Harness:
     cpu_s: float
     max_rss_mb: float
     failed: int
+    turn_ms: float
+    """The mean duration of a turn as the harness archived it (request to status event)."""
 
 
 def start_assistant(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
@@ -215,10 +217,11 @@ def run_harness(project: Path, run_id: str, code: Path | None = None) -> Harness
     wall = time.perf_counter() - started
     if status != 0:
         raise SystemExit(f"soev-evals run failed with status {status}")
-    first, last, failed = None, None, 0
+    first, last, failed, turns = None, None, 0, []
     with (project.parent / "runs" / run_id / "evidence.jsonl").open(encoding="utf-8") as lines:
         for line in lines:
             evidence = json.loads(line)
+            turns.extend(turn["duration_s"] for turn in evidence["turns"])
             begun = datetime.fromisoformat(evidence["started_at"])
             ended = datetime.fromisoformat(evidence["finished_at"])
             first = begun if first is None or begun < first else first
@@ -233,6 +236,7 @@ def run_harness(project: Path, run_id: str, code: Path | None = None) -> Harness
         cpu_s=usage.ru_utime + usage.ru_stime,
         max_rss_mb=usage.ru_maxrss / 1024,
         failed=failed,
+        turn_ms=1000 * sum(turns) / max(1, len(turns)),
     )
 
 
@@ -306,6 +310,7 @@ def scenario(
         over = 100 * (harness.attempt_phase_s / ideal - 1)
         line("attempt phase / limit", f"{harness.attempt_phase_s / ideal:.2f}", f"({over:+.1f}%)")
     line("harness CPU per attempt", f"{1000 * harness.cpu_s / attempts:.2f} ms")
+    line("mean turn, as archived", f"{harness.turn_ms:.1f} ms", f"(the latency: {latency_ms:g} ms)")
     line("harness peak memory", f"{harness.max_rss_mb:.1f} MB")
     line("failed attempts", str(harness.failed))
     if before:
