@@ -21,6 +21,7 @@ records it again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import pickle
@@ -235,6 +236,13 @@ def _serve(paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int) 
     """The recording process: open the instance ahead, then record the run's parts as they
     come; answer once, after `finish`, with the first error or None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
+    # what the command prints is its own: a report piped on (`run ... | tee`) gets no line
+    # of the record's; warnings still go to standard error
+    with open(os.devnull, "wb") as nowhere:
+        os.dup2(nowhere.fileno(), sys.stdout.fileno())
+    # the command's objects stay out of this process's collections, which would write to
+    # each one they walk and so copy the pages it shares with the command
+    gc.freeze()
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     parent = os.getppid()

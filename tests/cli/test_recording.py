@@ -138,6 +138,9 @@ from pathlib import Path
 from soev_pipeline.cli import recording
 from soev_pipeline.project import ProjectPaths, load
 
+sys.path.insert(0, sys.argv[3])
+recording.RECORD_MODULE = "noisy_record"  # prints as it is imported, in the process
+
 paths = ProjectPaths.of(Path(sys.argv[1]), None)
 forked = recording.Forked.start(paths, load(paths.project_file))
 print(forked._pid, flush=True)
@@ -158,8 +161,13 @@ def test_the_recording_process_ends_with_the_run(
         else FORK_AND_LEAVE.replace("getattr(forked", "os._exit(3) or getattr(forked")
     )
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    (tmp_path / "noisy_record.py").write_text(
+        "print('a line of the record', flush=True)\n"
+        "from soev_pipeline.orchestration.record import *\n",
+        encoding="utf-8",
+    )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(project_path), how],
+        [sys.executable, "-c", script, str(project_path), how, str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,
@@ -167,6 +175,7 @@ def test_the_recording_process_ends_with_the_run(
     )
     assert done.returncode == (3 if how == "exit" else 0), done.stderr
     pid = int(done.stdout.split()[0])
+    assert "a line of the record" not in done.stdout  # the command's output is its own
     for _ in range(600):  # at most a minute, on a busy machine
         if not Path(f"/proc/{pid}").exists() or _zombie(pid):
             break
