@@ -156,7 +156,7 @@ class Forked:
     def __init__(self, pid: int, outbox: int, inbox: int) -> None:
         self._pid, self._outbox, self._inbox = pid, outbox, inbox
         self._sender: threading.Thread | None = None
-        self._send_error: OSError | None = None
+        self._send_error: Exception | None = None
         self._closed = False
 
     @classmethod
@@ -198,28 +198,33 @@ class Forked:
     def _send_quietly(self, message: object) -> None:
         try:
             _send(self._outbox, message)
-        except OSError as exc:  # the process is gone: `finish` says so
+        except Exception as exc:  # the process is gone, or the run would not pickle
             self._send_error = exc
 
     def finish(self, evaluation: Evaluation | None) -> None:
         """Send the rest, wait for the process's answer and warn of its error; with None
-        (the run failed), tell it to close its instance, and wait for it."""
+        (the run failed), tell it to close its instance, and wait for it. A process that
+        ends before it answers (killed, out of memory), or a run that cannot be sent to
+        it, leaves the record to this process, made at once (`record_now`)."""
         if self._sender is not None:
             self._sender.join()
-        error: str | None = None
+        answer = None
         try:
-            if self._send_error is not None:
-                raise self._send_error
-            _send(self._outbox, ("finish", None if evaluation is None else _portable(evaluation)))
-            answer = _receive(self._inbox)
-            error = "the recording process ended early" if answer is None else answer[0]
-        except OSError as exc:
-            error = f"the recording process ended early ({reason_of(exc)})"
+            if self._send_error is None:
+                portable = None if evaluation is None else _portable(evaluation)
+                _send(self._outbox, ("finish", portable))
+                answer = _receive(self._inbox)
+        except Exception:  # as if it had not answered
+            answer = None
         finally:
             self.abandon()
             _reap(self._pid)
-        if error is not None and evaluation is not None:
-            warn_failed(evaluation.archive.run_id, error)
+        if evaluation is None:
+            return
+        if answer is None:
+            record_now(evaluation)
+        elif answer[0] is not None:
+            warn_failed(evaluation.archive.run_id, answer[0])
 
     def abandon(self) -> None:
         """Close the pipes: the process sees the end of its input, closes what it opened
@@ -255,34 +260,34 @@ def _serve(paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int) 
         pass
     recording = None
     error: str | None = None
-    while True:
-        message = _receive(inbox, parent)
-        if message is None:  # the run stopped, or its process is gone
+    try:
+        while (message := _receive(inbox, parent)) is not None:
+            kind, parts = message
+            evaluation = None if parts is None else _evaluation(loaded, paths, parts)
+            try:
+                module = module or importlib.import_module(RECORD_MODULE)
+                if kind == "graded":
+                    recording = module.Recording(paths)
+                    recording.graded(evaluation)
+                    continue
+                if recording is not None:
+                    done, recording = recording, None
+                    done.finish(None if error is not None else evaluation)
+                elif evaluation is not None:
+                    module.record(evaluation)
+            except Exception as exc:
+                error = error or reason_of(exc)
+                if kind == "graded":
+                    continue
+            _send(outbox, (error,))
+            return
+    finally:  # the run stopped, or its process is gone: close what was opened
+        with contextlib.suppress(Exception):
             if recording is not None:
                 recording.finish(None)
+        with contextlib.suppress(Exception):
             if module is not None:
                 module.close_ahead()
-            return
-        kind, parts = message
-        evaluation = None if parts is None else _evaluation(loaded, paths, parts)
-        try:
-            if module is None:
-                module = importlib.import_module(RECORD_MODULE)
-            if kind == "graded":
-                recording = module.Recording(paths)
-                recording.graded(evaluation)
-                continue
-            if recording is None:
-                if evaluation is not None:
-                    module.record(evaluation)
-            else:
-                recording.finish(None if error is not None else evaluation)
-        except Exception as exc:
-            error = error or reason_of(exc)
-            if kind == "graded":
-                continue
-        _send(outbox, (error,))
-        return
 
 
 Parts = tuple[str, tuple[str, ...], object, object, object]

@@ -132,6 +132,60 @@ def test_a_forked_record_that_fails_is_the_one_warning_after_a_finished_run(
     assert (project_path.parent / "runs" / "w1" / "scorings").is_dir()
 
 
+RUN_WITH_A_DYING_RECORDER = """
+import os, sys, types
+from soev_pipeline.cli import recording
+from soev_pipeline.cli.main import main
+
+command = os.getpid()
+real = recording.importlib.import_module
+
+
+def import_module(name, *args):
+    if name == recording.RECORD_MODULE and os.getpid() != command:
+        os._exit(9)  # the recording process dies as it imports Dagster
+    return real(name, *args)
+
+
+recording.importlib = types.SimpleNamespace(import_module=import_module)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.e2e
+def test_a_recording_process_that_dies_leaves_the_record_to_the_command(
+    project_path: Path, system: FakeThreadAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dagster as dg
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    environment = {**os.environ}
+    environment.pop(recording.IN_PROCESS_ENV, None)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUN_WITH_A_DYING_RECORDER,
+            "run",
+            "--project",
+            str(project_path),
+            "--run-id",
+            "d1",
+            "--suite",
+            "kern",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recording it in Dagster" not in done.stderr
+    with dg.DagsterInstance.get() as instance:
+        for name in ("evidence", "verdicts", "report"):
+            assert _materialization(instance, name, "d1").tags["soev/launched_by"] == "cli"
+
+
 FORK_AND_LEAVE = """
 import os, sys
 from pathlib import Path
