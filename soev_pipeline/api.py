@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from soev_pipeline.core import generators
 from soev_pipeline.core.errors import ProjectError
-from soev_pipeline.core.generators import tracked
 from soev_pipeline.core.models import Split
 from soev_pipeline.project import LoadedProject, ProjectPaths, load
 from soev_pipeline.run.archive import RunArchive, check_run_id, new_run_id
@@ -470,6 +470,7 @@ def _finish(loop: asyncio.AbstractEventLoop) -> None:
         task.cancel()
     if left:
         loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    loop.run_until_complete(generators.shutdown())
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.run_until_complete(loop.shutdown_default_executor())
 
@@ -489,4 +490,4 @@ class _Box(Generic[T]):
 
 
 async def _boxed(work: Coroutine[Any, Any, T]) -> _Box[T]:
-    return _Box(await tracked(work))
+    return _Box(await generators.tracked(work))

@@ -21,6 +21,7 @@ records it again.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import importlib
 import os
@@ -91,11 +92,12 @@ def reason_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def record_now(evaluation: Evaluation) -> None:
-    """Record `evaluation` in this process, at once (`record.record`); a failure is the
-    warning of `warn_failed`."""
+def record_now(evaluation: Evaluation, *, rest: bool = False) -> None:
+    """Record `evaluation` in this process, at once (`record.record`; with `rest`, the
+    second part alone, `record.record_rest`); a failure is the warning of `warn_failed`."""
     try:
-        importlib.import_module(RECORD_MODULE).record(evaluation)
+        module = importlib.import_module(RECORD_MODULE)
+        (module.record_rest if rest else module.record)(evaluation)
     except Exception as exc:
         warn_failed(evaluation.archive.run_id, reason_of(exc))
 
@@ -149,7 +151,14 @@ class Threaded:
 
 
 class Forked:
-    """The record in a process forked from this one (see the module): the parent's side."""
+    """The record in a process forked from this one (see the module): the parent's side.
+
+    The process answers each part: `("graded", error)` once it recorded the first,
+    `("finished", error)` at the end. It is stopped (SIGKILL) when the command stops
+    without a finished record, and dies with the command (`PR_SET_PDEATHSIG`), as the
+    thread that recorded before died with it: what it recorded stays, nothing more is
+    recorded behind the command's back.
+    """
 
     forked = True
 
@@ -157,19 +166,24 @@ class Forked:
         self._pid, self._outbox, self._inbox = pid, outbox, inbox
         self._sender: threading.Thread | None = None
         self._send_error: Exception | None = None
-        self._closed = False
+        self._ended = False
 
     @classmethod
     def start(cls, paths: ProjectPaths, loaded: LoadedProject) -> Forked | None:
         """Fork the recording process; None when the fork fails (no memory, no processes
-        left), and the record is made on a thread instead."""
+        left), and the record is made on a thread instead. The command's signals are
+        blocked across the fork, so that none reaches the new process before it has its
+        own handlers (a Ctrl-C there would run the command's)."""
         to_child, from_parent = _pipe()
         to_parent, from_child = _pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        command = os.getpid()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             pid = os.fork()
         except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for end in (to_child, from_parent, to_parent, from_child):
                 os.close(end)
             return None
@@ -178,10 +192,12 @@ class Forked:
             try:
                 os.close(to_child)
                 os.close(from_child)
-                _serve(paths, loaded, from_parent, to_parent)
+                _detach(command, mask)
+                _serve(paths, loaded, from_parent, to_parent, command)
                 status = 0
             finally:
                 os._exit(status)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(from_parent)
         os.close(to_parent)
         return cls(pid, to_child, from_child)
@@ -202,55 +218,100 @@ class Forked:
             self._send_error = exc
 
     def finish(self, evaluation: Evaluation | None) -> None:
-        """Send the rest, wait for the process's answer and warn of its error; with None
-        (the run failed), tell it to close its instance, and wait for it. A process that
-        ends before it answers (killed, out of memory), or a run that cannot be sent to
-        it, leaves the record to this process, made at once (`record_now`)."""
-        if self._sender is not None:
-            self._sender.join()
-        answer = None
+        """Send the rest, wait for the process's answers and warn of its error; with None
+        (the run failed), let it close what it recorded of a graded run, or stop it at once
+        when nothing was sent. A process that ends before it answers (killed, out of
+        memory), or a run that cannot be sent to it, leaves the rest of the record to this
+        process, made at once (`record_now`)."""
+        answers: dict[str, str | None] = {}
         try:
+            if self._sender is None and evaluation is None:
+                return  # nothing of the run was sent: nothing to record, nothing to wait for
+            if self._sender is not None:
+                self._sender.join()
             if self._send_error is None:
                 portable = None if evaluation is None else _portable(evaluation)
                 _send(self._outbox, ("finish", portable))
-                answer = _receive(self._inbox)
-        except Exception:  # as if it had not answered
-            answer = None
-        finally:
-            self.abandon()
-            _reap(self._pid)
+                self._answers(answers)
+        except Exception:  # as if it had answered no more
+            pass
+        finally:  # Ctrl-C while it waits, too: the process stops with the command
+            self._end(kill="finished" not in answers)
         if evaluation is None:
             return
-        if answer is None:
+        if "finished" in answers:
+            error = answers["finished"]
+        elif "graded" in answers:
+            error = answers["graded"]
+            if error is None:
+                record_now(evaluation, rest=True)
+        else:
+            error = None
             record_now(evaluation)
-        elif answer[0] is not None:
-            warn_failed(evaluation.archive.run_id, answer[0])
+        if error is not None:
+            warn_failed(evaluation.archive.run_id, error)
+
+    def _answers(self, answers: dict[str, str | None]) -> None:
+        """Read the process's answers into `answers` until the last, or its end."""
+        while "finished" not in answers:
+            message = _receive(self._inbox)
+            if message is None:
+                return
+            kind, error = message
+            answers[kind] = error
 
     def abandon(self) -> None:
-        """Close the pipes: the process sees the end of its input, closes what it opened
-        and ends without recording more."""
-        if self._closed:
+        """The run was interrupted: stop the process, recording no more."""
+        self._end(kill=True)
+
+    def _end(self, *, kill: bool) -> None:
+        """Stop the process (at once with `kill`; else it is ending), reap it, then close the
+        pipes, once no thread writes to them: with no reader left, a write fails at once."""
+        if self._ended:
             return
-        self._closed = True
+        self._ended = True
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        _reap(self._pid)
+        if self._sender is not None:
+            self._sender.join()
         for end in (self._outbox, self._inbox):
             with contextlib.suppress(OSError):
                 os.close(end)
 
 
-def _serve(paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int) -> None:
-    """The recording process: open the instance ahead, then record the run's parts as they
-    come; answer once, after `finish`, with the first error or None."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
-    # what the command prints is its own: a report piped on (`run ... | tee`) gets no line
-    # of the record's; warnings still go to standard error
+_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_PR_SET_PDEATHSIG = 1
+
+
+def _detach(command: int, mask: set[int | signal.Signals]) -> None:
+    """Make the new process the record's alone: Ctrl-C is the command's (the terminal sends
+    it to both), SIGTERM and SIGHUP end it, it dies with the command, prints nothing on
+    the command's standard output, and keeps the command's objects out of its collections
+    (which would write to each one they walk, and so copy the pages it shares)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != command:  # the command died before the line above
+        os._exit(1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    # a report piped on (`run ... | tee`) gets no line of the record's; warnings still
+    # go to standard error
     with open(os.devnull, "wb") as nowhere:
         os.dup2(nowhere.fileno(), sys.stdout.fileno())
-    # the command's objects stay out of this process's collections, which would write to
-    # each one they walk and so copy the pages it shares with the command
     gc.freeze()
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
-    parent = os.getppid()
+
+
+def _serve(
+    paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int, command: int
+) -> None:
+    """The recording process: open the instance ahead, then record the run's parts as they
+    come, answering each (see `Forked`)."""
     module = None
     try:
         module = importlib.import_module(RECORD_MODULE)
@@ -261,7 +322,7 @@ def _serve(paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int) 
     recording = None
     error: str | None = None
     try:
-        while (message := _receive(inbox, parent)) is not None:
+        while (message := _receive(inbox, command)) is not None:
             kind, parts = message
             evaluation = None if parts is None else _evaluation(loaded, paths, parts)
             try:
@@ -269,18 +330,16 @@ def _serve(paths: ProjectPaths, loaded: LoadedProject, inbox: int, outbox: int) 
                 if kind == "graded":
                     recording = module.Recording(paths)
                     recording.graded(evaluation)
-                    continue
-                if recording is not None:
+                elif recording is not None:
                     done, recording = recording, None
                     done.finish(None if error is not None else evaluation)
                 elif evaluation is not None:
                     module.record(evaluation)
             except Exception as exc:
                 error = error or reason_of(exc)
-                if kind == "graded":
-                    continue
-            _send(outbox, (error,))
-            return
+            _send(outbox, ("graded" if kind == "graded" else "finished", error))
+            if kind != "graded":
+                return
     finally:  # the run stopped, or its process is gone: close what was opened
         with contextlib.suppress(Exception):
             if recording is not None:
@@ -346,13 +405,15 @@ def _receive(fd: int, parent: int | None = None) -> Any:
 
 def _read(fd: int, size: int, parent: int | None) -> bytes | None:
     chunks, left = [], size
+    poller = None
+    if parent is not None:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
     while left:
-        if parent is not None:
-            ready, _, _ = select.select([fd], [], [], _POLL_S)
-            if not ready:
-                if os.getppid() != parent:
-                    return None
-                continue
+        if poller is not None and not poller.poll(_POLL_S * 1000):
+            if os.getppid() != parent:
+                return None
+            continue
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             return None

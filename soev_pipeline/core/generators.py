@@ -10,11 +10,13 @@ is the loop's own thread that dropped the generator. Four generators a turn, 8,0
 for a 2,000-attempt run: 0.15–0.2 s of its 50 ms bench's attempt phase
 (`bench/throughput.py`).
 
-`LoopGenerators` takes over both hooks while a coroutine runs (`track`): a generator
+`LoopGenerators` takes over both hooks while a coroutine runs (`tracked`): a generator
 dropped on the loop's thread is closed by a task scheduled with `call_soon`, one dropped on
-another thread as asyncio does; and the generators still open when the work ends are
-closed as `loop.shutdown_asyncgens` closes them. What a generator does when closed is
-unchanged; only how the loop learns of it is.
+another thread as asyncio does. The generators still open when the loop's work is over are
+closed by `shutdown`, which the loop's owner calls where it calls
+`loop.shutdown_asyncgens`, after it cancelled the tasks left (one of which may be
+iterating one). What a generator does when closed is unchanged; only how the loop learns
+of it is.
 """
 
 from __future__ import annotations
@@ -70,18 +72,33 @@ class LoopGenerators:
                 )
 
     async def track(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run `work` with the hooks of this object installed on the loop's thread (the
-        loop's own come back when it stops running), then close what it left open."""
+        """Run `work` with the hooks of this object installed on the loop's thread; the
+        hooks the thread had come back when it ends."""
         hooks = sys.get_asyncgen_hooks()
         sys.set_asyncgen_hooks(firstiter=self.first_iteration, finalizer=self.finalize)
         try:
             return await work
         finally:
             sys.set_asyncgen_hooks(*hooks)
-            await self.close_open()
+
+
+_TRACKED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopGenerators] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 async def tracked(work: Coroutine[Any, Any, T]) -> T:
     """`work`, its half-read async generators closed without waking the loop (see the
-    module); to be awaited on the loop that runs it."""
-    return await LoopGenerators(asyncio.get_running_loop()).track(work)
+    module); to be awaited on the loop that runs it, whose owner then calls `shutdown`."""
+    loop = asyncio.get_running_loop()
+    generators = _TRACKED.setdefault(loop, LoopGenerators(loop))
+    return await generators.track(work)
+
+
+async def shutdown() -> None:
+    """Close the async generators that `tracked` work on the running loop left open, as
+    `loop.shutdown_asyncgens` closes its own: call it beside that, once the tasks left
+    are cancelled."""
+    generators = _TRACKED.pop(asyncio.get_running_loop(), None)
+    if generators is not None:
+        await generators.close_open()

@@ -334,6 +334,20 @@ def record(evaluation: Evaluation) -> None:
         )
 
 
+def record_rest(evaluation: Evaluation) -> None:
+    """The second part of `record` alone (`record_report`): for a run whose first part a
+    process of its own recorded before it ended (`cli.recording`)."""
+    with _instance(evaluation.paths) as instance:
+        record_report(
+            evaluation,
+            instance,
+            instance.report_runless_asset_event,
+            prefix=prefix_of(evaluation.paths.project_file),
+            launched_by="cli",
+            in_run=False,
+        )
+
+
 class Recording:
     """The record of one run in two parts, the first while the run is aggregated: what the
     attempt and grade steps made (`graded`), then the report (`finish`). Each write is a

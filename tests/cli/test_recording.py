@@ -4,6 +4,7 @@ a thread (`Threaded`): the same record, the same one warning when it fails."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -137,14 +138,24 @@ import os, sys, types
 from soev_pipeline.cli import recording
 from soev_pipeline.cli.main import main
 
-command = os.getpid()
+command, when = os.getpid(), sys.argv.pop(1)
 real = recording.importlib.import_module
 
 
 def import_module(name, *args):
-    if name == recording.RECORD_MODULE and os.getpid() != command:
+    if name != recording.RECORD_MODULE or os.getpid() == command:
+        return real(name, *args)
+    if when == "import":
         os._exit(9)  # the recording process dies as it imports Dagster
-    return real(name, *args)
+    module = real(name, *args)
+
+    class DiesAfterTheFirstPart(module.Recording):
+        def finish(self, evaluation):
+            if evaluation is not None:
+                os._exit(9)  # the first part is recorded and answered
+            super().finish(evaluation)
+
+    return types.SimpleNamespace(**{**vars(module), "Recording": DiesAfterTheFirstPart})
 
 
 recording.importlib = types.SimpleNamespace(import_module=import_module)
@@ -153,27 +164,24 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.e2e
-def test_a_recording_process_that_dies_leaves_the_record_to_the_command(
-    project_path: Path, system: FakeThreadAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("when", ["import", "graded"])
+def test_a_recording_process_that_dies_leaves_the_rest_of_the_record_to_the_command(
+    when: str,
+    project_path: Path,
+    system: FakeThreadAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Dead before it answered, or after it answered the first part: the command records
+    what is missing, and nothing twice."""
     import dagster as dg
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     environment = {**os.environ}
     environment.pop(recording.IN_PROCESS_ENV, None)
+    command = [sys.executable, "-c", RUN_WITH_A_DYING_RECORDER, when, "run"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            RUN_WITH_A_DYING_RECORDER,
-            "run",
-            "--project",
-            str(project_path),
-            "--run-id",
-            "d1",
-            "--suite",
-            "kern",
-        ],
+        [*command, "--project", str(project_path), "--run-id", "d1", "--suite", "kern"],
         capture_output=True,
         text=True,
         env=environment,
@@ -183,66 +191,73 @@ def test_a_recording_process_that_dies_leaves_the_record_to_the_command(
     assert "recording it in Dagster" not in done.stderr
     with dg.DagsterInstance.get() as instance:
         for name in ("evidence", "verdicts", "report"):
-            assert _materialization(instance, name, "d1").tags["soev/launched_by"] == "cli"
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(name), asset_partitions=["d1"]),
+                limit=10,
+            ).records
+            assert len(records) == 1, name
+        history = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey("verdicts"), "graded_with_current_prompts"), limit=10
+        )
+        assert len(history) == 1
 
 
 FORK_AND_LEAVE = """
-import os, sys
+import os, sys, time
 from pathlib import Path
 from soev_pipeline.cli import recording
 from soev_pipeline.project import ProjectPaths, load
 
-sys.path.insert(0, sys.argv[3])
-recording.RECORD_MODULE = "noisy_record"  # prints as it is imported, in the process
-
+folder = Path(sys.argv[3])
+sys.path.insert(0, str(folder))
+recording.RECORD_MODULE = "slow_record"
 paths = ProjectPaths.of(Path(sys.argv[1]), None)
 forked = recording.Forked.start(paths, load(paths.project_file))
-print(forked._pid, flush=True)
+(folder / "pid").write_text(str(forked._pid))
+while not (folder / "recording").exists():  # the process is inside its record
+    time.sleep(0.05)
+if sys.argv[2] == "exit":
+    os._exit(3)  # as a kill -9 would
 getattr(forked, sys.argv[2])(*([None] if sys.argv[2] == "finish" else []))
+"""
+"""Fork the recording process, wait until it is inside a record that takes an hour (a
+locked instance), then abandon it, finish a run that failed before grading, or die."""
+
+SLOW_RECORD = """
+import sys, time
+from pathlib import Path
+
+print("a line of the record", flush=True)
+(Path(sys.argv[3]) / "recording").write_text("")
+time.sleep(3600)
 """
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("how", ["abandon", "finish", "exit"])
-def test_the_recording_process_ends_with_the_run(
+def test_the_recording_process_stops_with_the_command(
     how: str, project_path: Path, tmp_path: Path
 ) -> None:
-    """Abandoned (Ctrl-C), told the run failed (`finish(None)`), or left by a command that
-    died: the recording process closes what it opened and ends, recording nothing."""
-    script = (
-        FORK_AND_LEAVE
-        if how != "exit"
-        else FORK_AND_LEAVE.replace("getattr(forked", "os._exit(3) or getattr(forked")
-    )
+    """Abandoned (Ctrl-C), told the run failed before anything was graded, or left by a
+    command that died: the recording process is stopped at once, as the thread that
+    recorded in the command died with it; it printed nothing on the command's output."""
+    (tmp_path / "slow_record.py").write_text(SLOW_RECORD, encoding="utf-8")
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
-    (tmp_path / "noisy_record.py").write_text(
-        "print('a line of the record', flush=True)\n"
-        "from soev_pipeline.orchestration.record import *\n",
-        encoding="utf-8",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(project_path), how, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    try:  # the recording process holds the command's standard error until it ends
+        done = subprocess.run(
+            [sys.executable, "-c", FORK_AND_LEAVE, str(project_path), how, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+        pytest.fail("the recording process went on after the command")
     assert done.returncode == (3 if how == "exit" else 0), done.stderr
-    pid = int(done.stdout.split()[0])
+    assert (tmp_path / "recording").exists()
     assert "a line of the record" not in done.stdout  # the command's output is its own
-    for _ in range(600):  # at most a minute, on a busy machine
-        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the recording process {pid} is still running")
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 def test_a_message_longer_than_the_pipe_goes_whole_and_a_cut_one_is_the_end() -> None:

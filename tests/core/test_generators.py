@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from soev_pipeline.core.generators import tracked
+from soev_pipeline.api import run_sync
+from soev_pipeline.core.generators import shutdown, tracked
 
 
 class Closings:
@@ -22,6 +23,16 @@ class Closings:
         self.closed: list[str] = []
         self.wakeups = 0
 
+    async def waiting(self, name: str) -> AsyncIterator[int]:
+        """A generator that waits inside itself for each number (and so is running, not
+        paused at a `yield`, while its consumer waits for the next)."""
+        try:
+            while True:
+                await asyncio.sleep(3600)
+                yield 1
+        finally:
+            self.closed.append(name)
+
     async def numbers(self, name: str) -> AsyncIterator[int]:
         try:
             for number in range(10):
@@ -30,7 +41,8 @@ class Closings:
             self.closed.append(name)
 
     def run(self, work: object, *, hooked: bool = True) -> object:
-        """Run `work` on a new loop, through `tracked` unless `hooked` is False."""
+        """Run `work` on a new loop, through `tracked` unless `hooked` is False, and end
+        the loop as its owner does (`generators.shutdown`)."""
         loop = asyncio.new_event_loop()
         threadsafe = loop.call_soon_threadsafe
 
@@ -42,6 +54,7 @@ class Closings:
         try:
             return loop.run_until_complete(tracked(work) if hooked else work)  # type: ignore[arg-type]
         finally:
+            loop.run_until_complete(shutdown())
             loop.close()
 
 
@@ -105,6 +118,29 @@ def test_generators_left_open_are_closed_when_the_work_ends_and_the_hooks_restor
     assert closings.closed == ["kept"]  # closed once
 
 
+def test_a_generator_a_left_task_iterates_is_closed_once_the_task_is_cancelled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`run_sync` cancels the tasks its work left before it closes what they iterate: no
+    generator is closed under its consumer, and nothing is logged."""
+    closings = Closings()
+    left: list[asyncio.Future[None]] = []
+
+    async def work() -> str:
+        async def consume() -> None:
+            async for _ in closings.waiting("in use"):
+                pass
+
+        left.append(asyncio.ensure_future(consume()))
+        await asyncio.sleep(0.01)
+        return "done"
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        assert run_sync(work()) == "done"
+    assert closings.closed == ["in use"]
+    assert not caplog.records
+
+
 def test_a_cancelled_work_still_closes_what_it_left_open() -> None:
     closings = Closings()
 
@@ -128,5 +164,6 @@ def test_a_cancelled_work_still_closes_what_it_left_open() -> None:
     try:
         loop.run_until_complete(cancel_it())
     finally:
+        loop.run_until_complete(shutdown())
         loop.close()
     assert closings.closed == ["cancelled"]
