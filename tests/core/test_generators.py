@@ -137,6 +137,10 @@ def test_a_generator_a_left_task_iterates_is_closed_once_the_task_is_cancelled(
 
     with caplog.at_level("ERROR", logger="asyncio"):
         assert run_sync(work()) == "done"
+        # the result comes back before the loop's thread has cleaned up: wait for it
+        for thread in threading.enumerate():
+            if thread.name == "soev-run":
+                thread.join(60)
     assert closings.closed == ["in use"]
     assert not caplog.records
 
