@@ -13,6 +13,7 @@ from soev_pipeline.arms import create_http_client
 from soev_pipeline.core.errors import ArmError, JudgeError, SoevError
 from soev_pipeline.core.http import (
     USER_AGENT,
+    Client,
     RetryPolicy,
     RetryRules,
     Sent,
@@ -281,3 +282,35 @@ def test_each_retry_is_reported_with_its_reason_number_and_wait() -> None:
     script.run(JUDGE_LIKE, on_retry=lambda reason, retry, wait: retries.append((reason, retry)))
 
     assert retries == [("HTTP 503", 1), ("ConnectError", 2)]
+
+
+@pytest.mark.anyio
+async def test_the_client_keeps_cookies_and_reads_only_the_responses_that_set_some(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent: list[str | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("cookie"))
+        if request.url.path == "/login":
+            return httpx.Response(200, headers={"Set-Cookie": "session=abc; Path=/"})
+        return httpx.Response(200)
+
+    read: list[str] = []
+    extract = httpx.Cookies.extract_cookies
+
+    def noted(self: httpx.Cookies, response: httpx.Response) -> None:
+        read.append(response.request.url.path)
+        extract(self, response)
+
+    monkeypatch.setattr(httpx.Cookies, "extract_cookies", noted)
+    transport = httpx.MockTransport(handle)
+    async with Client(transport=transport, base_url="http://localhost", cookies={"a": "1"}) as http:
+        await http.get("/me")
+        await http.get("/login")
+        await http.get("/me")
+        http.cookies = {}
+        await http.get("/me")
+
+    assert sent == ["a=1", "a=1", "a=1; session=abc", None]
+    assert read == ["/login"]  # the jar is asked about the one response that set a cookie
