@@ -176,8 +176,9 @@ class Forked:
         own handlers (a Ctrl-C there would run the command's)."""
         to_child, from_parent = _pipe()
         to_parent, from_child = _pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):  # a fork copies what they hold unwritten
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: written by no one
+                stream.flush()
         command = os.getpid()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
