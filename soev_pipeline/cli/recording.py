@@ -21,7 +21,6 @@ records it again.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import importlib
 import os
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from soev_pipeline.core.chars import printable
 from soev_pipeline.project import LoadedProject, ProjectPaths
+from soev_pipeline.run.pool import die_with
 
 if TYPE_CHECKING:
     from soev_pipeline.api import Evaluation
@@ -283,7 +283,6 @@ class Forked:
 
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-_PR_SET_PDEATHSIG = 1
 
 
 def _detach(command: int, mask: set[int | signal.Signals]) -> None:
@@ -294,10 +293,7 @@ def _detach(command: int, mask: set[int | signal.Signals]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != command:  # the command died before the line above
-        os._exit(1)
+    die_with(command, signal.SIGKILL)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     # a report piped on (`run ... | tee`) gets no line of the record's; warnings still
     # go to standard error

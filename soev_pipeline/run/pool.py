@@ -85,15 +85,21 @@ _work: Work[Any, Any] | None = None
 _loop: asyncio.AbstractEventLoop | None = None
 
 
+def die_with(parent: int, signum: int) -> None:
+    """In a process forked from `parent` (Linux): have the kernel send it `signum` when the
+    parent ends (`PR_SET_PDEATHSIG`), and end at once if the parent already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signum)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
 def _start_worker(work: Work[Any, Any], parent: int) -> None:
     """In a new worker: ignore Ctrl-C, die with the parent, and keep an event loop."""
     global _work, _loop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(1)
+    die_with(parent, signal.SIGTERM)
     # The parent's objects stay out of this process's garbage collection: a collection
     # writes to every object it visits, which would copy the shared pages.
     gc.freeze()
