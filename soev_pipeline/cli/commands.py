@@ -48,7 +48,7 @@ from soev_pipeline.run.service import RunSelection
 
 from .calibrating import calibrated_report
 from .calibrating import cmd_calibrate as cmd_calibrate
-from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, interrupted
+from .errors import EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_OK, RunStoppedError, interrupted, notice
 from .exporting import cmd_export as cmd_export
 from .probing import cmd_probe_judge as cmd_probe_judge
 from .progress import Preloading, TerminalProgress
@@ -197,10 +197,6 @@ def _stopped(archive: RunArchive, exc: BaseException) -> RunStoppedError | None:
     )
 
 
-def _notice(text: str) -> None:
-    print(f"soev-evals: {printable(text, keep='')}", file=sys.stderr)
-
-
 def _print(text: str) -> None:
     """Plain output: replies and details quoted in it may hold control characters (ESC,
     NUL), which are shown escaped rather than sent to the terminal raw."""
@@ -258,7 +254,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline == "previous":
         baseline = previous_run(paths.runs, manifest, max_unrun=args.max_unrun)
         if baseline is None:  # the first night, or after nights that were all inconclusive
-            _notice(
+            notice(
                 f"nothing to compare with: run {run.run_id!r} has no earlier run of project "
                 f"{project.name!r} with a report, of whose attempts at most "
                 f"{100 * args.max_unrun:g} % did not run; no regression to find"

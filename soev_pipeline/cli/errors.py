@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from soev_pipeline.core.chars import printable
 from soev_pipeline.core.errors import OutputPathError, SoevError, UnreachableSystemError
 from soev_pipeline.core.explain import explain, is_user_error, unwrap
 
-__all__ = ["RunStoppedError", "describe_error", "interrupted", "is_user_error"]
+__all__ = ["RunStoppedError", "describe_error", "interrupted", "is_user_error", "notice"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -48,3 +50,9 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[str, i
     usage = isinstance(unwrap(exc), UnreachableSystemError | OutputPathError)
     status = EXIT_USAGE if usage else EXIT_ERROR
     return explain(exc, getattr(args, "project", Path("project.yaml"))), status
+
+
+def notice(text: str) -> None:
+    """One line for the user on standard error, `soev-evals: ` first; control characters in
+    it (from a file name or a server's answer) are shown escaped."""
+    print(f"soev-evals: {printable(text, keep='')}", file=sys.stderr)

@@ -34,9 +34,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from soev_pipeline.core.chars import printable
 from soev_pipeline.project import LoadedProject, ProjectPaths
 from soev_pipeline.run.pool import die_with
+
+from .errors import notice
 
 if TYPE_CHECKING:
     from soev_pipeline.api import Evaluation
@@ -85,7 +86,7 @@ def warn_failed(run_id: str, reason: str) -> None:
         f"warning: the run is archived, but recording it in Dagster failed ({reason}); "
         f"`soev-evals rescore {run_id}` records it again"
     )
-    print(f"soev-evals: {printable(text, keep='')}", file=sys.stderr)
+    notice(text)
 
 
 def reason_of(exc: BaseException) -> str:
