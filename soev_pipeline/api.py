@@ -470,7 +470,6 @@ def _finish(loop: asyncio.AbstractEventLoop) -> None:
         task.cancel()
     if left:
         loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-    loop.run_until_complete(generators.shutdown())
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.run_until_complete(loop.shutdown_default_executor())
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from soev_pipeline.api import run_sync
-from soev_pipeline.core.generators import shutdown, tracked
+from soev_pipeline.core.generators import tracked
 
 
 class Closings:
@@ -42,7 +42,7 @@ class Closings:
 
     def run(self, work: object, *, hooked: bool = True) -> object:
         """Run `work` on a new loop, through `tracked` unless `hooked` is False, and end
-        the loop as its owner does (`generators.shutdown`)."""
+        the loop as its owner does (`loop.shutdown_asyncgens`)."""
         loop = asyncio.new_event_loop()
         threadsafe = loop.call_soon_threadsafe
 
@@ -54,7 +54,7 @@ class Closings:
         try:
             return loop.run_until_complete(tracked(work) if hooked else work)  # type: ignore[arg-type]
         finally:
-            loop.run_until_complete(shutdown())
+            loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
 
@@ -168,6 +168,6 @@ def test_a_cancelled_work_still_closes_what_it_left_open() -> None:
     try:
         loop.run_until_complete(cancel_it())
     finally:
-        loop.run_until_complete(shutdown())
+        loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
     assert closings.closed == ["cancelled"]
