@@ -338,14 +338,21 @@ def record_rest(evaluation: Evaluation) -> None:
     """The second part of `record` alone (`record_report`): for a run whose first part a
     process of its own recorded before it ended (`cli.recording`)."""
     with _instance(evaluation.paths) as instance:
-        record_report(
-            evaluation,
-            instance,
-            instance.report_runless_asset_event,
-            prefix=prefix_of(evaluation.paths.project_file),
-            launched_by="cli",
-            in_run=False,
-        )
+        _record_report_of_cli(evaluation, instance, prefix_of(evaluation.paths.project_file))
+
+
+def _record_report_of_cli(
+    evaluation: Evaluation, instance: dg.DagsterInstance, prefix: str | None
+) -> None:
+    """`record_report` of a CLI run, reported to `instance` from outside a Dagster run."""
+    record_report(
+        evaluation,
+        instance,
+        instance.report_runless_asset_event,
+        prefix=prefix,
+        launched_by="cli",
+        in_run=False,
+    )
 
 
 class Recording:
@@ -384,14 +391,7 @@ class Recording:
             if self._instance is None:
                 record(evaluation)
                 return
-            record_report(
-                evaluation,
-                self._instance,
-                self._instance.report_runless_asset_event,
-                prefix=self._prefix,
-                launched_by="cli",
-                in_run=False,
-            )
+            _record_report_of_cli(evaluation, self._instance, self._prefix)
         finally:
             self._opened.close()
 
